@@ -1,0 +1,478 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// callFrame is the nesting state of a call, carried in its context so that
+// a nested invocation knows its depth and parent.
+type callFrame struct {
+	id    string
+	depth int
+}
+
+type frameKey struct{}
+
+func frameFrom(ctx context.Context) *callFrame {
+	f, _ := ctx.Value(frameKey{}).(*callFrame)
+	return f
+}
+
+// Invoke runs one call through the pipeline:
+//
+//	lookup → arguments well-formed and within size → capability check →
+//	safety tier / approval → input validation → deadline → execute →
+//	output validation → redaction → truncation (full output kept as an
+//	artifact) → audit → result
+//
+// It always returns a non-nil Result that can be shown to a model. When the
+// call failed, the Result has IsError and Code set, and the error is the
+// corresponding *Error (errors.Is(err, ErrInvalidRequest) and the like work).
+// A tool's answer asking for input (Result.NeedsInput) is not an error.
+func (h *Host) Invoke(ctx context.Context, call Call) (*Result, error) {
+	return h.invoke(ctx, call, nil)
+}
+
+// invoke runs call; caller is the calling tool's entry for nested calls.
+func (h *Host) invoke(ctx context.Context, call Call, caller *entry) (*Result, error) {
+	start := time.Now()
+	if call.ID == "" {
+		call.ID = newCallID()
+	}
+	rec := AuditRecord{Time: start, CallID: call.ID, Tool: call.Name, BytesIn: len(call.Arguments), Decision: DecisionRejected}
+	parent := frameFrom(ctx)
+	if parent != nil {
+		rec.ParentID = parent.id
+	}
+	res, err := h.run(ctx, call, caller, parent, &rec)
+	if err != nil {
+		e := asError(call.Name, err)
+		res = errorResult(e)
+		err = e
+		rec.Code, rec.Limit = e.Code, e.Limit
+	}
+	res.Meta = &Meta{CallID: call.ID, Tool: call.Name, Duration: time.Since(start), Fuel: fuelOf(res)}
+	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+	rec.BytesOut = resultSize(res)
+	rec.Truncated = res.Truncated != nil
+	rec.Fuel = res.Meta.Fuel
+	rec.NeedsInput = res.NeedsInput != nil
+	if h.auditor != nil {
+		h.auditor.Audit(rec)
+	}
+	return res, err
+}
+
+func fuelOf(r *Result) uint64 {
+	if r.Meta != nil {
+		return r.Meta.Fuel
+	}
+	return 0
+}
+
+func errorResult(e *Error) *Result {
+	msg := e.Error()
+	return &Result{Content: []Content{Text(msg)}, IsError: true, Code: e.Code, Limit: e.Limit}
+}
+
+func (h *Host) run(ctx context.Context, call Call, caller *entry, parent *callFrame, rec *AuditRecord) (*Result, error) {
+	// Lookup.
+	e, err := h.lookup(call.Name)
+	if err != nil {
+		return nil, err
+	}
+	spec := &e.spec
+	rec.Tier = spec.Tier.String()
+
+	// Arguments: a JSON object within the size cap. Checked before approval
+	// so that an approver is only ever shown a well-formed request.
+	args, err := normalizeArguments(call.Arguments, spec.Limits.Arguments)
+	if err != nil {
+		return nil, err
+	}
+
+	// Capability check. The composition rule was applied at registration;
+	// here a nested call must be allowed by its caller, within depth.
+	if caller != nil && !caller.spec.Capabilities.CanInvoke(call.Name) {
+		return nil, Errorf(CodeCapabilityDenied, "tool %q may not invoke %q (not in its invoke capability)", caller.spec.Name, call.Name)
+	}
+	depth := 0
+	if parent != nil {
+		depth = parent.depth + 1
+	}
+	if depth > h.maxDepth {
+		return nil, LimitError("depth", "nested tool invocations are limited to a depth of %d", h.maxDepth)
+	}
+	if ok, why := availability(e.tool); !ok {
+		return nil, Errorf(CodeToolUnavailable, "tool %q is unavailable: %s", call.Name, why)
+	}
+
+	// Safety tier / approval.
+	rec.Decision = DecisionAllowed
+	if e.needsApproval() {
+		if err := h.approve(ctx, call, e, args, rec); err != nil {
+			return nil, err
+		}
+	}
+
+	// Input validation.
+	if err := e.input.ValidateJSON(args); err != nil {
+		var se *SchemaError
+		if errors.As(err, &se) {
+			return nil, &Error{Code: CodeInvalidRequest, Message: "invalid arguments: " + se.Error(), Err: se}
+		}
+		return nil, Errorf(CodeInvalidRequest, "invalid arguments: %v", err)
+	}
+
+	// Secrets.
+	secrets, err := h.resolveSecrets(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+
+	// Deadline, then execute.
+	ctx, cancel := context.WithTimeout(ctx, spec.Limits.Timeout)
+	defer cancel()
+	ctx = context.WithValue(ctx, frameKey{}, &callFrame{id: call.ID, depth: depth})
+	req := &Request{
+		ID: call.ID, Name: call.Name, Arguments: args, Answers: call.Answers,
+		Spec: spec, Secrets: secrets, Log: h.log.Named(call.Name).With("call_id", call.ID),
+	}
+	if len(spec.Capabilities.Invoke) > 0 {
+		req.Invoker = &nestedInvoker{h: h, caller: e, budget: int64(spec.Limits.ToolInvocations)}
+	}
+	res, err := h.execute(ctx, e, req)
+	if err != nil {
+		return nil, err
+	}
+	return h.finish(ctx, e, call, secrets, res)
+}
+
+// normalizeArguments checks that raw is a JSON object within max bytes and
+// returns it compacted ("{}" for empty input).
+func normalizeArguments(raw json.RawMessage, max int64) (json.RawMessage, error) {
+	if int64(len(raw)) > max {
+		return nil, LimitError("arguments", "arguments are %s, over the %s limit", FormatSize(int64(len(raw))), FormatSize(max))
+	}
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 {
+		return json.RawMessage("{}"), nil
+	}
+	if !json.Valid(trimmed) {
+		var v any
+		err := json.Unmarshal(trimmed, &v)
+		return nil, Errorf(CodeInvalidRequest, "arguments are not valid JSON: %v", err)
+	}
+	if trimmed[0] != '{' {
+		var v any
+		_ = json.Unmarshal(trimmed, &v)
+		return nil, Errorf(CodeInvalidRequest, "arguments must be a JSON object, got %s", jsonKind(v))
+	}
+	return json.RawMessage(trimmed), nil
+}
+
+func availability(t Tool) (bool, string) {
+	if a, ok := t.(Availability); ok {
+		return a.Available()
+	}
+	return true, ""
+}
+
+func (h *Host) approve(ctx context.Context, call Call, e *entry, args json.RawMessage, rec *AuditRecord) error {
+	if h.approver == nil {
+		rec.Decision = DecisionApprovalRequired
+		return Errorf(CodeApprovalRequired, "tool %q (%s) needs approval and no approver is configured", call.Name, e.spec.Tier)
+	}
+	ok, err := h.approver.Approve(ctx, ApprovalRequest{
+		CallID: call.ID, Tool: call.Name, Description: e.desc.Description, Tier: e.spec.Tier, Arguments: args,
+	})
+	switch {
+	case errors.Is(err, ErrCannotAsk):
+		rec.Decision = DecisionApprovalRequired
+		return Errorf(CodeApprovalRequired, "tool %q (%s) needs approval: %v", call.Name, e.spec.Tier, err)
+	case err != nil:
+		rec.Decision = DecisionApprovalRequired
+		return &Error{Code: CodeApprovalRequired, Message: fmt.Sprintf("tool %q needs approval; asking failed: %v", call.Name, err), Err: err}
+	case !ok:
+		rec.Decision = DecisionDenied
+		return Errorf(CodeApprovalDenied, "the call to %q was not approved", call.Name)
+	}
+	rec.Decision = DecisionApproved
+	return nil
+}
+
+func (h *Host) resolveSecrets(ctx context.Context, spec *Spec) (*Secrets, error) {
+	if len(spec.Capabilities.Secrets) == 0 {
+		return NewSecrets(nil), nil
+	}
+	if h.secrets == nil {
+		return nil, Errorf(CodeToolUnavailable, "tool %q needs secrets and the host has no secret source", spec.Name)
+	}
+	vals := make(map[string]string, len(spec.Capabilities.Secrets))
+	for _, n := range spec.Capabilities.Secrets {
+		v, err := h.secrets.LookupSecret(ctx, n)
+		if err != nil {
+			// The error names the secret, never its value.
+			return nil, Errorf(CodeToolUnavailable, "tool %q: %v", spec.Name, err)
+		}
+		vals[n] = v
+	}
+	return NewSecrets(vals), nil
+}
+
+// execute calls the tool, recovering a panic and bounding the wait by the
+// deadline: a tool that ignores ctx is abandoned (its adapter is expected
+// to reclaim it), and the caller gets TOOL_EXECUTION_TIMEOUT on time.
+func (h *Host) execute(ctx context.Context, e *entry, req *Request) (*Result, error) {
+	type outcome struct {
+		res *Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		var o outcome
+		defer func() {
+			if p := recover(); p != nil {
+				req.Log.Error("tool panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				o = outcome{err: Errorf(CodeToolExecutionFailed, "tool %q crashed: %v", req.Name, p)}
+			}
+			done <- o
+		}()
+		o.res, o.err = e.tool.Call(ctx, req)
+	}()
+	var o outcome
+	select {
+	case o = <-done:
+	case <-ctx.Done():
+		select {
+		case o = <-done:
+		default:
+			o.err = ctx.Err()
+		}
+	}
+	if o.err != nil {
+		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			var pe *Error
+			if !errors.As(o.err, &pe) || pe.Code == CodeToolExecutionFailed || pe.Code == CodeToolUnavailable {
+				return nil, &Error{Code: CodeToolExecutionTimeout, Message: fmt.Sprintf("tool %q did not finish within %s", req.Name, e.spec.Limits.Timeout), Err: o.err}
+			}
+		}
+		return nil, o.err
+	}
+	if o.res == nil {
+		return nil, Errorf(CodeOutputInvalid, "tool %q returned no result", req.Name)
+	}
+	return o.res, nil
+}
+
+// finish validates the tool's result, redacts secrets, and truncates the
+// text for the model.
+func (h *Host) finish(ctx context.Context, e *entry, call Call, secrets *Secrets, res *Result) (*Result, error) {
+	spec := &e.spec
+	if n := resultSize(res); int64(n) > spec.Limits.Output {
+		return nil, LimitError("output", "tool %q produced %s of output, over the %s limit", call.Name, FormatSize(int64(n)), FormatSize(spec.Limits.Output))
+	}
+	out := *res
+	out.Content = slices.Clone(res.Content)
+	for i := range out.Content {
+		if out.Content[i].Type == "text" {
+			out.Content[i].Text = secrets.Redact(out.Content[i].Text)
+		}
+	}
+	if len(out.StructuredContent) > 0 {
+		out.StructuredContent = secrets.RedactBytes(out.StructuredContent)
+	}
+
+	if out.NeedsInput != nil {
+		if err := checkQuestion(out.NeedsInput); err != nil {
+			return nil, Errorf(CodeOutputInvalid, "tool %q asked an invalid question: %v", call.Name, err)
+		}
+		if len(out.Content) == 0 {
+			out.Content = []Content{Text(questionText(out.NeedsInput))}
+		}
+		return &out, nil
+	}
+
+	if out.IsError {
+		if out.Code == "" {
+			out.Code = CodeToolExecutionFailed
+		}
+		return nil, &Error{Code: out.Code, Limit: out.Limit, Message: out.TextContent()}
+	}
+
+	if e.output != nil {
+		if len(out.StructuredContent) == 0 {
+			// A tool with an output schema may answer in a single text item.
+			if t := out.TextContent(); json.Valid([]byte(t)) && len(out.Content) == 1 {
+				out.StructuredContent = json.RawMessage(t)
+			} else {
+				return nil, Errorf(CodeOutputInvalid, "tool %q has an output schema but returned no structured content", call.Name)
+			}
+		}
+		if err := e.output.ValidateJSON(out.StructuredContent); err != nil {
+			return nil, &Error{Code: CodeOutputInvalid, Message: fmt.Sprintf("tool %q returned output that does not match its output schema: %v", call.Name, err), Err: err}
+		}
+		if len(out.Content) == 0 {
+			out.Content = []Content{Text(string(out.StructuredContent))}
+		}
+	}
+	if err := h.truncate(ctx, e, call, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+
+func checkQuestion(q *Question) error {
+	if q.ID == "" || q.Text == "" {
+		return errors.New("a question needs an id and a text")
+	}
+	switch q.Type {
+	case AnswerBoolean, AnswerText:
+	case AnswerSelect:
+		if len(q.Options) == 0 {
+			return errors.New("a select question needs options")
+		}
+	default:
+		return fmt.Errorf("question type %q: want boolean, text or select", q.Type)
+	}
+	return nil
+}
+
+func questionText(q *Question) string {
+	s := "Input needed (" + q.ID + "): " + q.Text
+	switch q.Type {
+	case AnswerBoolean:
+		s += " [yes/no]"
+	case AnswerSelect:
+		s += " [one of: " + joinQuoted(q.Options) + "]"
+	}
+	return s + "\nCall the tool again with answers: {\"" + q.ID + "\": <answer>}."
+}
+
+func joinQuoted(s []string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
+}
+
+// truncate shortens the result's text to the preview size, keeping the full
+// text as an artifact.
+func (h *Host) truncate(ctx context.Context, e *entry, call Call, res *Result) error {
+	total, items := 0, 0
+	for _, c := range res.Content {
+		if c.Type == "text" {
+			total += len(c.Text)
+			items++
+		}
+	}
+	preview := int(e.spec.Limits.Preview)
+	if total <= preview {
+		return nil
+	}
+	full := res.TextContent()
+	ref, err := h.artifacts.Put(ctx, ArtifactMeta{Name: call.ID + ".txt", MIMEType: "text/plain; charset=utf-8", CallID: call.ID, Tool: call.Name}, []byte(full))
+	if err != nil {
+		h.log.Warn("full output not kept", "tool", call.Name, "call_id", call.ID, "error", err)
+	}
+	short, omitted := Truncate(full, preview)
+	content := make([]Content, 0, len(res.Content)-items+1)
+	content = append(content, Text(short))
+	for _, c := range res.Content {
+		if c.Type != "text" {
+			content = append(content, c)
+		}
+	}
+	res.Content = content
+	res.Truncated = &Truncation{OriginalBytes: len(full), ShownBytes: len(short), OmittedBytes: omitted}
+	if err == nil {
+		res.Truncated.ArtifactID = ref.ID
+		res.Artifacts = append(res.Artifacts, ref)
+	}
+	return nil
+}
+
+func resultSize(r *Result) int {
+	if r == nil {
+		return 0
+	}
+	n := len(r.StructuredContent)
+	for _, c := range r.Content {
+		n += len(c.Text) + len(c.Data)
+	}
+	return n
+}
+
+// nestedInvoker lets a tool call other tools through the pipeline.
+type nestedInvoker struct {
+	h      *Host
+	caller *entry
+	budget int64
+	used   atomic.Int64
+}
+
+// Invoke implements Invoker. ctx must be (derived from) the context the
+// calling tool was given, so that the depth is known.
+func (n *nestedInvoker) Invoke(ctx context.Context, call Call) (*Result, error) {
+	if n.used.Add(1) > n.budget {
+		e := LimitError("tool_invocations", "tool %q may invoke at most %d tools per call", n.caller.spec.Name, n.budget)
+		return errorResult(e), e
+	}
+	return n.h.invoke(ctx, call, n.caller)
+}
+
+// Outcome is one call's result in a batch.
+type Outcome struct {
+	Result *Result
+	Err    error
+}
+
+// InvokeBatch runs calls and returns their outcomes in request order.
+// Consecutive read_only calls run concurrently; any other call runs alone,
+// after everything before it finished and before anything after it starts,
+// so side effects happen in the order requested.
+func (h *Host) InvokeBatch(ctx context.Context, calls []Call) []Outcome {
+	out := make([]Outcome, len(calls))
+	i := 0
+	for i < len(calls) {
+		if !h.readOnly(calls[i].Name) {
+			r, err := h.Invoke(ctx, calls[i])
+			out[i] = Outcome{r, err}
+			i++
+			continue
+		}
+		j := i
+		for j < len(calls) && h.readOnly(calls[j].Name) {
+			j++
+		}
+		var wg sync.WaitGroup
+		for k := i; k < j; k++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := h.Invoke(ctx, calls[k])
+				out[k] = Outcome{r, err}
+			}()
+		}
+		wg.Wait()
+		i = j
+	}
+	return out
+}
+
+// readOnly reports whether name is a registered read_only tool. Unknown
+// names count as read-only: they fail at lookup without side effects.
+func (h *Host) readOnly(name string) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	e, ok := h.tools[name]
+	return !ok || e.spec.Tier == TierReadOnly
+}
