@@ -331,7 +331,6 @@ func (h *Host) finish(ctx context.Context, e *entry, call Call, secrets *Secrets
 	return &out, nil
 }
 
-
 func checkQuestion(q *Question) error {
 	if q.ID == "" || q.Text == "" {
 		return errors.New("a question needs an id and a text")
