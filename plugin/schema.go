@@ -3,6 +3,7 @@ package plugin
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -41,6 +42,12 @@ func CompileSchema(doc json.RawMessage) (*Schema, error) {
 	}
 	s, err := c.Compile(url)
 	if err != nil {
+		var sve *jsonschema.SchemaValidationError
+		if errors.As(err, &sve) {
+			if ve, ok := sve.Err.(*jsonschema.ValidationError); ok {
+				return nil, fmt.Errorf("invalid schema: %s", strings.Join(describe(ve, v), "; "))
+			}
+		}
 		return nil, fmt.Errorf("invalid schema: %s", strings.TrimPrefix(err.Error(), "jsonschema: "))
 	}
 	return &Schema{raw: doc, compiled: s}, nil
@@ -106,17 +113,22 @@ func describe(root *jsonschema.ValidationError, instance any) []string {
 			}
 			return
 		}
-		if len(e.Causes) > 0 {
-			if _, isAny := e.ErrorKind.(*kind.AnyOf); !isAny {
-				if _, isOne := e.ErrorKind.(*kind.OneOf); !isOne {
-					for _, c := range e.Causes {
-						walk(c)
-					}
-					return
-				}
+		_, isAny := e.ErrorKind.(*kind.AnyOf)
+		_, isOne := e.ErrorKind.(*kind.OneOf)
+		if len(e.Causes) > 0 && !isAny && !isOne {
+			for _, c := range e.Causes {
+				walk(c)
 			}
+			return
 		}
 		msg := problem(e, instance)
+		if isAny || isOne {
+			// Say what each alternative wanted: "x: expected one of ...; or expected array".
+			alts := describe(&jsonschema.ValidationError{ErrorKind: &kind.Group{}, Causes: e.Causes}, instance)
+			if len(alts) > 0 && len(alts) <= 4 {
+				msg = strings.Join(alts, "; or ")
+			}
+		}
 		if !seen[msg] {
 			seen[msg] = true
 			out = append(out, msg)

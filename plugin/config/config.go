@@ -1,0 +1,680 @@
+// Package config decodes toolhost's HCL configuration into plugin specs.
+//
+// Every mistake in a configuration — an unknown block or attribute, a size
+// or duration that does not parse, a tool asking for more than the host
+// grants, a duplicate name, a missing file — is an hcl.Diagnostic with the
+// file, line and column of the offending expression, and Load reports all of
+// them at once. Print them with WriteDiagnostics.
+//
+// Relative paths in a file are relative to the directory of that file.
+// docs/configuration.md is the reference for every block and attribute.
+package config
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/toolhost/toolhost/plugin"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
+	"github.com/zclconf/go-cty/cty/function/stdlib"
+)
+
+// Config is a decoded configuration.
+type Config struct {
+	// Filename is the file the configuration came from.
+	Filename string
+	Host     Host
+	// Grants are the capabilities the operator lets the host hand out.
+	Grants plugin.Capabilities
+	// Secrets says where each named secret's value comes from.
+	Secrets plugin.StaticSecrets
+	// Tools are the tool specs, in file order, disabled ones included
+	// (Spec.Disabled).
+	Tools []plugin.Spec
+	// MCPServers are the remote MCP servers whose tools become tools.
+	MCPServers []MCPServer
+
+	// ranges locate each tool's and server's block for diagnostics about
+	// problems found after decoding (an adapter failing to load a tool).
+	ranges map[string]hcl.Range
+}
+
+// Host holds the host {} settings, with paths made absolute.
+type Host struct {
+	Workspace    string
+	CacheDir     string
+	ArtifactsDir string
+	AuditLog     string
+	LogLevel     string
+	MaxDepth     int
+	// Defaults are the limits of tools that do not set their own.
+	Defaults plugin.Limits
+}
+
+// MCPServer is one mcp_server block.
+type MCPServer struct {
+	Name    string
+	URL     string
+	Headers map[string]string
+	Secrets []string
+	// Tools is the allowlist of the server's tools to expose, as name/tool.
+	Tools   []string
+	Tier    plugin.Tier
+	Timeout time.Duration
+	Limits  plugin.Limits
+}
+
+// Range returns the range of the block that defined a tool or MCP server,
+// so that a later failure (an adapter refusing to load it) can be reported
+// as a diagnostic at the right line.
+func (c *Config) Range(name string) (hcl.Range, bool) {
+	r, ok := c.ranges[name]
+	return r, ok
+}
+
+// Diagnostic returns an error diagnostic about the named tool or server,
+// pointing at its block.
+func (c *Config) Diagnostic(name, summary, detail string) *hcl.Diagnostic {
+	d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail}
+	if r, ok := c.ranges[name]; ok {
+		d.Subject = r.Ptr()
+	}
+	return d
+}
+
+// Parser reads configuration files and keeps their source so that
+// diagnostics can be printed with the offending line.
+type Parser struct {
+	p *hclparse.Parser
+}
+
+// NewParser returns a Parser.
+func NewParser() *Parser { return &Parser{p: hclparse.NewParser()} }
+
+// Files returns the source of every file parsed so far, for
+// hcl.NewDiagnosticTextWriter.
+func (p *Parser) Files() map[string]*hcl.File { return p.p.Files() }
+
+// LoadFile reads and decodes a configuration file.
+func (p *Parser) LoadFile(filename string) (*Config, hcl.Diagnostics) {
+	src, err := os.ReadFile(filename)
+	if err != nil {
+		return nil, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Cannot read configuration",
+			Detail:   fmt.Sprintf("Reading %s: %v.", filename, err),
+		}}
+	}
+	return p.Parse(src, filename)
+}
+
+// Parse decodes configuration source. filename names it in diagnostics and
+// anchors relative paths (a relative filename is taken relative to the
+// working directory).
+func (p *Parser) Parse(src []byte, filename string) (*Config, hcl.Diagnostics) {
+	f, diags := p.p.ParseHCL(src, filename)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	abs, err := filepath.Abs(filename)
+	if err != nil {
+		abs = filename
+	}
+	d := &decoder{dir: filepath.Dir(abs)}
+	var raw rawFile
+	// Structural mistakes (an unknown attribute) do not stop the semantic
+	// checks: gohcl decodes what it can, and the operator gets every problem
+	// in one pass.
+	diags = append(diags, gohcl.DecodeBody(f.Body, d.evalContext(), &raw)...)
+	cfg := d.decode(&raw)
+	cfg.Filename = filename
+	diags = append(diags, d.diags...)
+	sortDiagnostics(diags)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return cfg, diags
+}
+
+// Load is NewParser().LoadFile(filename), for callers that print
+// diagnostics without source snippets.
+func Load(filename string) (*Config, hcl.Diagnostics) { return NewParser().LoadFile(filename) }
+
+type decoder struct {
+	dir   string
+	diags hcl.Diagnostics
+}
+
+func (d *decoder) errorf(rng hcl.Range, summary, format string, args ...any) {
+	d.diags = append(d.diags, &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  summary,
+		Detail:   fmt.Sprintf(format, args...),
+		Subject:  rng.Ptr(),
+	})
+}
+
+func (d *decoder) warnf(rng hcl.Range, summary, format string, args ...any) {
+	d.diags = append(d.diags, &hcl.Diagnostic{
+		Severity: hcl.DiagWarning,
+		Summary:  summary,
+		Detail:   fmt.Sprintf(format, args...),
+		Subject:  rng.Ptr(),
+	})
+}
+
+// evalContext offers file(path), relative to the configuration's
+// directory, and jsonencode(value), so that schemas can be written inline
+// or kept in their own files. There is deliberately no env(): secrets go
+// through secret blocks so that their values never sit in the config.
+func (d *decoder) evalContext() *hcl.EvalContext {
+	return &hcl.EvalContext{Functions: map[string]function.Function{
+		"jsonencode": stdlib.JSONEncodeFunc,
+		"file": function.New(&function.Spec{
+			Params: []function.Parameter{{Name: "path", Type: cty.String}},
+			Type:   function.StaticReturnType(cty.String),
+			Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+				p := d.path(args[0].AsString())
+				b, err := os.ReadFile(p)
+				if err != nil {
+					return cty.NilVal, fmt.Errorf("reading %s: %v", p, err)
+				}
+				return cty.StringVal(string(b)), nil
+			},
+		}),
+	}}
+}
+
+// path makes p absolute relative to the configuration's directory,
+// expanding a leading "~/".
+func (d *decoder) path(p string) string {
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, rest)
+		}
+	}
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(d.dir, p)
+}
+
+func (d *decoder) decode(raw *rawFile) *Config {
+	cfg := &Config{Secrets: plugin.StaticSecrets{}, ranges: map[string]hcl.Range{}}
+	d.decodeHost(raw.Host, cfg)
+	d.decodeSecrets(raw.Secrets, cfg)
+	d.decodeGrants(raw.Grants, cfg)
+	for _, t := range raw.Tools {
+		if prev, dup := cfg.ranges[t.Name]; dup {
+			d.errorf(t.DefRange, "Duplicate tool", "A tool named %q is already defined at %s.", t.Name, prev)
+			continue
+		}
+		cfg.ranges[t.Name] = t.DefRange
+		if spec, ok := d.decodeTool(t, cfg); ok {
+			cfg.Tools = append(cfg.Tools, spec)
+		}
+	}
+	for _, m := range raw.MCPServers {
+		if prev, dup := cfg.ranges[m.Name]; dup {
+			d.errorf(m.DefRange, "Duplicate name", "The name %q is already used at %s; MCP servers and tools share one namespace.", m.Name, prev)
+			continue
+		}
+		cfg.ranges[m.Name] = m.DefRange
+		if s, ok := d.decodeMCP(m, cfg); ok {
+			cfg.MCPServers = append(cfg.MCPServers, s)
+		}
+	}
+	return cfg
+}
+
+func (d *decoder) decodeHost(h *rawHost, cfg *Config) {
+	cfg.Host = Host{LogLevel: "info", MaxDepth: 4}
+	if h == nil {
+		cfg.Host.Workspace = d.dir
+		cfg.Host.CacheDir = defaultCacheDir()
+		return
+	}
+	cfg.Host.Workspace = d.dir
+	if h.Workspace != nil {
+		cfg.Host.Workspace = d.path(*h.Workspace)
+		if fi, err := os.Stat(cfg.Host.Workspace); err != nil || !fi.IsDir() {
+			d.errorf(h.WorkspaceRange, "Workspace not found", "The workspace %s is not a directory: create it, or point workspace at an existing one.", cfg.Host.Workspace)
+		}
+	}
+	cfg.Host.CacheDir = defaultCacheDir()
+	if h.CacheDir != nil {
+		cfg.Host.CacheDir = d.path(*h.CacheDir)
+	}
+	if h.ArtifactsDir != nil {
+		cfg.Host.ArtifactsDir = d.path(*h.ArtifactsDir)
+	} else {
+		cfg.Host.ArtifactsDir = filepath.Join(cfg.Host.CacheDir, "artifacts")
+	}
+	if h.AuditLog != nil {
+		cfg.Host.AuditLog = d.path(*h.AuditLog)
+	}
+	if h.LogLevel != nil {
+		switch l := strings.ToLower(*h.LogLevel); l {
+		case "trace", "debug", "info", "warn", "error", "off":
+			cfg.Host.LogLevel = l
+		default:
+			d.errorf(h.LogLevelRange, "Invalid log level", "log_level must be one of trace, debug, info, warn, error or off; got %q.", *h.LogLevel)
+		}
+	}
+	if h.MaxDepth != nil {
+		if *h.MaxDepth < 1 || *h.MaxDepth > 32 {
+			d.errorf(h.MaxDepthRange, "Invalid max_depth", "max_depth must be between 1 and 32; got %d.", *h.MaxDepth)
+		} else {
+			cfg.Host.MaxDepth = *h.MaxDepth
+		}
+	}
+	if h.Limits != nil {
+		cfg.Host.Defaults = d.decodeLimits(h.Limits)
+	}
+}
+
+// defaultCacheDir is $XDG_CACHE_HOME/toolhost (or the platform's cache dir).
+func defaultCacheDir() string {
+	if dir, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(dir, "toolhost")
+	}
+	return filepath.Join(os.TempDir(), "toolhost-cache")
+}
+
+func (d *decoder) decodeSecrets(secrets []*rawSecret, cfg *Config) {
+	for _, s := range secrets {
+		if !validSecretName(s.Name) {
+			d.errorf(s.DefRange, "Invalid secret name", "Secret names use letters, digits and '_' and start with a letter or '_' (they are written $%s in headers); got %q.", s.Name, s.Name)
+			continue
+		}
+		if _, dup := cfg.Secrets[s.Name]; dup {
+			d.errorf(s.DefRange, "Duplicate secret", "The secret %q is defined twice.", s.Name)
+			continue
+		}
+		ref := plugin.SecretRef{Name: s.Name}
+		switch {
+		case s.Env != nil && s.File != nil:
+			// Recorded anyway, so that its users do not also report it unknown.
+			d.errorf(s.DefRange, "Ambiguous secret", "The secret %q sets both env and file; set one.", s.Name)
+			ref.Env = *s.Env
+		case s.Env != nil:
+			ref.Env = *s.Env
+		case s.File != nil:
+			ref.File = d.path(*s.File)
+		default:
+			d.errorf(s.DefRange, "Secret without a source", "The secret %q needs env = \"VAR\" or file = \"path\".", s.Name)
+			continue
+		}
+		cfg.Secrets[s.Name] = ref
+	}
+}
+
+func validSecretName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		if r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9' {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// The capability names a grants block may list.
+const capSubprocess = "tool.exec.subprocess"
+
+func (d *decoder) decodeGrants(g *rawGrants, cfg *Config) {
+	if g == nil {
+		return
+	}
+	for _, m := range g.Mounts {
+		p := d.path(m.Path)
+		if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
+			d.errorf(m.PathRange, "Mount directory not found", "The granted directory %s does not exist or is not a directory.", p)
+			continue
+		}
+		cfg.Grants.Mounts = append(cfg.Grants.Mounts, plugin.Mount{HostPath: resolve(p), ReadOnly: m.ReadOnly != nil && *m.ReadOnly})
+	}
+	cfg.Grants.Hosts = d.hostRules(g.Hosts, g.HostsRange)
+	for _, s := range g.Secrets {
+		if _, ok := cfg.Secrets[s]; !ok {
+			d.errorf(g.SecretsRange, "Unknown secret", "The grant names the secret %q, but no secret %q block says where its value comes from.", s, s)
+		}
+	}
+	cfg.Grants.Secrets = g.Secrets
+	cfg.Grants.Invoke = g.Invoke
+	cfg.Grants.Env = g.Env
+	for _, c := range g.Capabilities {
+		switch c {
+		case capSubprocess:
+			cfg.Grants.Subprocess = true
+		default:
+			d.errorf(g.CapabilitiesRange, "Unknown capability", "%q is not a capability; the capabilities a grant may list are: %s.", c, capSubprocess)
+		}
+	}
+}
+
+// resolve follows symlinks in a path that exists, so that the composition
+// rule compares real locations.
+func resolve(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+func (d *decoder) hostRules(hosts []string, rng hcl.Range) []plugin.HostRule {
+	var out []plugin.HostRule
+	for _, h := range hosts {
+		r, err := plugin.ParseHostRule(h)
+		if err != nil {
+			d.errorf(rng, "Invalid host", "%v.", err)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func (d *decoder) decodeTool(t *rawTool, cfg *Config) (plugin.Spec, bool) {
+	before := len(d.diags.Errs())
+	spec := plugin.Spec{Name: t.Name, Tier: plugin.TierSideEffecting}
+	if !plugin.ValidToolName(t.Name) {
+		d.errorf(t.DefRange, "Invalid tool name", "Tool names use 1-128 letters, digits, '_', '-', '.' or '/'; got %q.", t.Name)
+	}
+	if t.Description != nil {
+		spec.Description = *t.Description
+	}
+	if t.Tier != nil {
+		tier, err := plugin.ParseTier(*t.Tier)
+		if err != nil {
+			d.errorf(t.TierRange, "Invalid tier", "%v.", err)
+		}
+		spec.Tier = tier
+	}
+	if t.Approval != nil {
+		a, err := plugin.ParseApproval(*t.Approval)
+		if err != nil {
+			d.errorf(t.ApprovalRange, "Invalid approval", "%v.", err)
+		}
+		spec.Approval = a
+	}
+	spec.Disabled = t.Enabled != nil && !*t.Enabled
+	spec.InputSchema = d.schema(t.InputSchema, t.InputSchemaRange, "input_schema", true)
+	spec.OutputSchema = d.schema(t.OutputSchema, t.OutputSchemaRange, "output_schema", false)
+
+	// Source: exactly one of wasm, subprocess, go.
+	n := len(t.Wasm) + len(t.Subprocess) + len(t.Go)
+	switch {
+	case n == 0:
+		d.errorf(t.DefRange, "Tool without a source", "The tool %q needs one source block: wasm { ... }, subprocess { ... } or go { ... }.", t.Name)
+	case n > 1:
+		d.errorf(t.DefRange, "Several sources", "The tool %q has %d source blocks; give exactly one of wasm, subprocess or go.", t.Name, n)
+	case len(t.Wasm) == 1:
+		spec.Source = d.wasmSource(t.Wasm[0])
+		if spec.Source.Export != "" && len(spec.InputSchema) == 0 {
+			d.errorf(t.Wasm[0].DefRange, "Raw export without a schema", "The tool %q calls the plain export %q, which cannot describe itself: declare input_schema (and output_schema if it returns JSON) in the tool block.", t.Name, spec.Source.Export)
+		}
+	case len(t.Subprocess) == 1:
+		spec.Source = d.subprocessSource(t.Subprocess[0])
+		spec.Capabilities.Subprocess = true
+		spec.Capabilities.Env = t.Subprocess[0].Env
+	case len(t.Go) == 1:
+		spec.Source = plugin.Source{Kind: "go"}
+		if t.Go[0].Tool != nil {
+			spec.Source.Tool = *t.Go[0].Tool
+		}
+	}
+
+	for _, m := range t.Mounts {
+		hp := d.path(m.HostPath)
+		fi, err := os.Stat(hp)
+		if err != nil || !fi.IsDir() {
+			d.errorf(m.HostPathRange, "Mount directory not found", "The directory %s does not exist or is not a directory.", hp)
+			continue
+		}
+		gp := m.GuestPath
+		if !strings.HasPrefix(gp, "/") || filepath.Clean(gp) != gp || gp == "/" || gp == "/tmp" {
+			d.errorf(m.GuestPathRange, "Invalid guest path", "guest_path must be a clean absolute path other than / and /tmp (the per-call temp dir); got %q.", gp)
+			continue
+		}
+		spec.Capabilities.Mounts = append(spec.Capabilities.Mounts, plugin.Mount{HostPath: resolve(hp), GuestPath: gp, ReadOnly: m.ReadOnly != nil && *m.ReadOnly})
+	}
+	spec.Capabilities.Hosts = d.hostRules(t.Hosts, t.HostsRange)
+	for _, s := range t.Secrets {
+		if _, ok := cfg.Secrets[s]; !ok {
+			d.errorf(t.SecretsRange, "Unknown secret", "The tool %q uses the secret %q, but no secret %q block defines it.", t.Name, s, s)
+		}
+	}
+	spec.Capabilities.Secrets = t.Secrets
+	spec.Capabilities.Invoke = t.Invoke
+	if t.Limits != nil {
+		spec.Limits = d.decodeLimits(t.Limits)
+	}
+	d.composition(t, &spec, cfg)
+	return spec, len(d.diags.Errs()) == before
+}
+
+// composition applies the composition rule with a diagnostic at the
+// declaration that asks for too much.
+func (d *decoder) composition(t *rawTool, spec *plugin.Spec, cfg *Config) {
+	if spec.Disabled {
+		return
+	}
+	g := cfg.Grants
+	for i, m := range spec.Capabilities.Mounts {
+		one := plugin.Capabilities{Mounts: []plugin.Mount{m}}
+		for _, v := range one.Exceeding(g) {
+			rng := t.DefRange
+			if i < len(t.Mounts) {
+				rng = t.Mounts[i].DefRange
+			}
+			d.errorf(rng, "Capability not granted", "The tool %q %s. Add a grant (grants { mount { path = ... } }) or narrow the tool's mount.", t.Name, v.Error())
+		}
+	}
+	for _, h := range spec.Capabilities.Hosts {
+		for _, v := range (plugin.Capabilities{Hosts: []plugin.HostRule{h}}).Exceeding(g) {
+			d.errorf(t.HostsRange, "Capability not granted", "The tool %q %s; list it in grants { hosts = [...] }.", t.Name, v.Error())
+		}
+	}
+	for _, s := range spec.Capabilities.Secrets {
+		for _, v := range (plugin.Capabilities{Secrets: []string{s}}).Exceeding(g) {
+			d.errorf(t.SecretsRange, "Capability not granted", "The tool %q %s; list it in grants { secrets = [...] }.", t.Name, v.Error())
+		}
+	}
+	for _, s := range spec.Capabilities.Invoke {
+		for _, v := range (plugin.Capabilities{Invoke: []string{s}}).Exceeding(g) {
+			d.errorf(t.InvokeRange, "Capability not granted", "The tool %q %s; list it in grants { invoke = [...] }.", t.Name, v.Error())
+		}
+	}
+	if spec.Capabilities.Subprocess && !g.Subprocess {
+		d.errorf(t.Subprocess[0].DefRange, "Capability not granted", "The tool %q runs native code in the subprocess tier, which needs the operator's explicit grant: grants { capabilities = [%q] }.", t.Name, capSubprocess)
+	}
+	for _, e := range spec.Capabilities.Env {
+		for _, v := range (plugin.Capabilities{Env: []string{e}}).Exceeding(g) {
+			d.errorf(t.Subprocess[0].EnvRange, "Capability not granted", "The tool %q %s; list it in grants { env = [...] }.", t.Name, v.Error())
+		}
+	}
+}
+
+func (d *decoder) schema(s *string, rng hcl.Range, attr string, input bool) json.RawMessage {
+	if s == nil {
+		return nil
+	}
+	doc := json.RawMessage(*s)
+	if _, err := plugin.CompileSchema(doc); err != nil {
+		d.errorf(rng, "Invalid "+attr, "%v.", err)
+		return nil
+	}
+	if input {
+		var v struct {
+			Type any `json:"type"`
+		}
+		if json.Unmarshal(doc, &v) != nil || v.Type != "object" {
+			d.errorf(rng, "Invalid "+attr, "A tool's input schema must describe an object: {\"type\": \"object\", ...}.")
+			return nil
+		}
+	}
+	return doc
+}
+
+func (d *decoder) artifact(path, builtin *string, pathRange, defRange hcl.Range, what string) (string, string) {
+	switch {
+	case path != nil && builtin != nil:
+		d.errorf(defRange, "Ambiguous "+what+" source", "Set path or builtin, not both.")
+	case path != nil:
+		p := d.path(*path)
+		fi, err := os.Stat(p)
+		if err != nil {
+			d.errorf(pathRange, "File not found", "The %s %s cannot be read: %v.", what, p, unwrapPathError(err))
+		} else if fi.IsDir() {
+			d.errorf(pathRange, "Not a file", "The %s %s is a directory.", what, p)
+		}
+		return p, ""
+	case builtin != nil:
+		return "", *builtin
+	default:
+		d.errorf(defRange, "Missing "+what, "Set path = \"...\" (a file) or builtin = \"...\" (shipped with toolhost).")
+	}
+	return "", ""
+}
+
+func unwrapPathError(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
+
+func (d *decoder) sha(s *string, rng hcl.Range) string {
+	if s == nil {
+		return ""
+	}
+	h := strings.ToLower(strings.TrimPrefix(*s, "sha256:"))
+	if len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "" {
+		d.errorf(rng, "Invalid sha256", "sha256 must be 64 hexadecimal digits; got %q.", *s)
+		return ""
+	}
+	return h
+}
+
+func (d *decoder) wasmSource(w *rawWasm) plugin.Source {
+	src := plugin.Source{Kind: "wasm", Config: w.Config}
+	src.Path, src.Builtin = d.artifact(w.Path, w.Builtin, w.PathRange, w.DefRange, "wasm module")
+	src.SHA256 = d.sha(w.SHA256, w.SHA256Range)
+	if w.Tool != nil {
+		src.Tool = *w.Tool
+	}
+	if w.Export != nil {
+		src.Export = *w.Export
+		if w.Tool != nil {
+			d.errorf(w.DefRange, "Ambiguous wasm entry point", "Set tool (a tool the plugin lists) or export (a plain export, raw mode), not both.")
+		}
+	}
+	return src
+}
+
+func (d *decoder) subprocessSource(s *rawSubproc) plugin.Source {
+	src := plugin.Source{Kind: "subprocess", Args: s.Args, Env: s.Env}
+	src.Path, src.Builtin = d.artifact(s.Path, s.Builtin, s.PathRange, s.DefRange, "plugin binary")
+	src.SHA256 = d.sha(s.SHA256, s.SHA256Range)
+	if s.Tool != nil {
+		src.Tool = *s.Tool
+	}
+	return src
+}
+
+func (d *decoder) decodeMCP(m *rawMCP, cfg *Config) (MCPServer, bool) {
+	before := len(d.diags.Errs())
+	s := MCPServer{Name: m.Name, URL: m.URL, Headers: m.Headers, Secrets: m.Secrets, Tier: plugin.TierSideEffecting}
+	if !plugin.ValidToolName(m.Name) || strings.Contains(m.Name, "/") {
+		d.errorf(m.DefRange, "Invalid server name", "MCP server names use letters, digits, '_', '-' and '.'; got %q.", m.Name)
+	}
+	if err := checkMCPURL(m.URL); err != nil {
+		d.errorf(m.URLRange, "Invalid MCP server URL", "%v.", err)
+	}
+	for _, sec := range m.Secrets {
+		if _, ok := cfg.Secrets[sec]; !ok {
+			d.errorf(m.SecretsRange, "Unknown secret", "The server %q uses the secret %q, but no secret %q block defines it.", m.Name, sec, sec)
+		}
+		for _, v := range (plugin.Capabilities{Secrets: []string{sec}}).Exceeding(cfg.Grants) {
+			d.errorf(m.SecretsRange, "Capability not granted", "The server %q %s; list it in grants { secrets = [...] }.", m.Name, v.Error())
+		}
+	}
+	if len(m.Tools) == 0 {
+		d.errorf(m.ToolsRange, "No tools allowed", "List the server's tools to expose in tools = [...]; only listed tools are exposed.")
+	}
+	seen := map[string]bool{}
+	for _, t := range m.Tools {
+		if seen[t] {
+			d.errorf(m.ToolsRange, "Duplicate tool", "The tool %q is listed twice.", t)
+		}
+		seen[t] = true
+		full := m.Name + "/" + t
+		if !plugin.ValidToolName(full) {
+			d.errorf(m.ToolsRange, "Invalid tool name", "%q is not a valid tool name.", full)
+		}
+		s.Tools = append(s.Tools, t)
+	}
+	if m.Tier != nil {
+		tier, err := plugin.ParseTier(*m.Tier)
+		if err != nil {
+			d.errorf(m.TierRange, "Invalid tier", "%v.", err)
+		}
+		s.Tier = tier
+	}
+	if m.Timeout != nil {
+		dur, err := parseDuration(*m.Timeout)
+		if err != nil {
+			d.errorf(m.TimeoutRange, "Invalid duration", "%v.", err)
+		}
+		s.Timeout = dur
+	}
+	if m.Limits != nil {
+		s.Limits = d.decodeLimits(m.Limits)
+	}
+	return s, len(d.diags.Errs()) == before
+}
+
+func checkMCPURL(raw string) error {
+	u, err := parseURL(raw)
+	if err != nil {
+		return err
+	}
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		if isLoopbackHost(u.Hostname()) {
+			return nil
+		}
+		return fmt.Errorf("%q: plain http is allowed only for loopback addresses; use https", raw)
+	}
+	return fmt.Errorf("%q: the scheme must be https (or http for loopback)", raw)
+}
+
+// sortDiagnostics orders diagnostics by file position, so that the operator
+// reads them top to bottom and golden files stay stable.
+func sortDiagnostics(diags hcl.Diagnostics) {
+	slices.SortStableFunc(diags, func(a, b *hcl.Diagnostic) int {
+		if a.Subject == nil || b.Subject == nil {
+			return 0
+		}
+		if c := cmp.Compare(a.Subject.Filename, b.Subject.Filename); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Subject.Start.Byte, b.Subject.Start.Byte)
+	})
+}

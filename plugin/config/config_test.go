@@ -1,0 +1,214 @@
+package config_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/toolhost/toolhost/plugin"
+	"github.com/toolhost/toolhost/plugin/config"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// TestDiagnosticsGolden loads each file in testdata/errors and compares the
+// printed diagnostics with its .golden file. Paths in the output are made
+// relative to testdata so the golden files do not depend on the checkout.
+func TestDiagnosticsGolden(t *testing.T) {
+	files, err := filepath.Glob("testdata/errors/*.hcl")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no test files: %v", err)
+	}
+	abs, err := filepath.Abs("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			p := config.NewParser()
+			cfg, diags := p.LoadFile(f)
+			if !diags.HasErrors() {
+				t.Fatalf("expected errors, got none")
+			}
+			if cfg != nil {
+				t.Errorf("a configuration with errors must not be returned")
+			}
+			var buf bytes.Buffer
+			if err := p.WriteDiagnostics(&buf, diags, 100, false); err != nil {
+				t.Fatal(err)
+			}
+			got := strings.ReplaceAll(buf.String(), abs, "testdata")
+			golden := strings.TrimSuffix(f, ".hcl") + ".golden"
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if diff := cmp.Diff(string(want), got); diff != "" {
+				t.Errorf("diagnostics differ from %s (-want +got):\n%s", golden, diff)
+			}
+		})
+	}
+}
+
+// Every diagnostic names a file, a line and a column.
+func TestDiagnosticsHavePositions(t *testing.T) {
+	files, _ := filepath.Glob("testdata/errors/*.hcl")
+	for _, f := range files {
+		_, diags := config.Load(f)
+		for _, d := range diags {
+			if d.Subject == nil || d.Subject.Filename == "" || d.Subject.Start.Line == 0 || d.Subject.Start.Column == 0 {
+				t.Errorf("%s: diagnostic %q has no position", f, d.Summary)
+			}
+		}
+	}
+}
+
+func TestFullConfig(t *testing.T) {
+	cfg, diags := config.Load("testdata/full.hcl")
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	dir, _ := filepath.Abs("testdata")
+	ws, _ := filepath.EvalSymlinks(filepath.Join(dir, "ws"))
+
+	wantHost := config.Host{
+		Workspace:    filepath.Join(dir, "ws"),
+		CacheDir:     filepath.Join(dir, "cache"),
+		ArtifactsDir: filepath.Join(dir, "artifacts"),
+		AuditLog:     filepath.Join(dir, "audit.jsonl"),
+		LogLevel:     "debug",
+		MaxDepth:     3,
+		Defaults:     plugin.Limits{Timeout: 10 * time.Second, Preview: 8 << 10},
+	}
+	if diff := cmp.Diff(wantHost, cfg.Host); diff != "" {
+		t.Errorf("host (-want +got):\n%s", diff)
+	}
+	wantGrants := plugin.Capabilities{
+		Mounts:     []plugin.Mount{{HostPath: ws}},
+		Hosts:      []plugin.HostRule{{Host: "api.example.com", Port: 443}, {Host: "*.wikipedia.org"}},
+		Secrets:    []string{"API_KEY"},
+		Invoke:     []string{"*"},
+		Env:        []string{"LANG"},
+		Subprocess: true,
+	}
+	if diff := cmp.Diff(wantGrants, cfg.Grants); diff != "" {
+		t.Errorf("grants (-want +got):\n%s", diff)
+	}
+	if got := cfg.Secrets["API_KEY"]; got.Env != "TOOLHOST_TEST_API_KEY" {
+		t.Errorf("secret API_KEY = %+v", got)
+	}
+
+	if len(cfg.Tools) != 4 {
+		t.Fatalf("got %d tools, want 4", len(cfg.Tools))
+	}
+	cv := cfg.Tools[0]
+	if cv.Name != "count_vowels" || cv.Tier != plugin.TierReadOnly || cv.Description != "Counts vowels." {
+		t.Errorf("count_vowels = %+v", cv)
+	}
+	wantSrc := plugin.Source{
+		Kind: "wasm", Path: filepath.Join(dir, "plugins", "empty.wasm"),
+		SHA256: "93a44bbb96c751218e4c00d479e4c14358122a389acca16205b1e4d0dc5f9476",
+		Export: "count_vowels", Config: map[string]string{"greeting": "hi"},
+	}
+	if diff := cmp.Diff(wantSrc, cv.Source); diff != "" {
+		t.Errorf("count_vowels source (-want +got):\n%s", diff)
+	}
+	var in map[string]any
+	if err := json.Unmarshal(cv.InputSchema, &in); err != nil || in["type"] != "object" {
+		t.Errorf("input schema = %s (%v)", cv.InputSchema, err)
+	}
+	if !strings.Contains(string(cv.OutputSchema), `"count"`) {
+		t.Errorf("output schema from file() = %s", cv.OutputSchema)
+	}
+	wantLimits := plugin.Limits{
+		Memory: 64 << 20, Timeout: 5 * time.Second, Fuel: 5000000, Output: 1 << 20, Arguments: 4096,
+		FileDescriptors: 8, HTTPRequests: 3, HTTPResponse: 2 << 20, ToolInvocations: 2, LogEntries: 100,
+		FileBytesRead: 1 << 20, VarSize: 64 << 10, Pool: 4, IdleTimeout: 24 * time.Hour,
+	}
+	if diff := cmp.Diff(wantLimits, cv.Limits); diff != "" {
+		t.Errorf("limits (-want +got):\n%s", diff)
+	}
+
+	wiki := cfg.Tools[1]
+	if wiki.Approval != plugin.ApprovalAlways || wiki.Source.Builtin != "web" || wiki.Source.Tool != "web.fetch" {
+		t.Errorf("wiki.fetch = %+v", wiki)
+	}
+	wantCaps := plugin.Capabilities{
+		Mounts:  []plugin.Mount{{HostPath: ws, GuestPath: "/workspace", ReadOnly: true}},
+		Hosts:   []plugin.HostRule{{Host: "en.wikipedia.org"}},
+		Secrets: []string{"API_KEY"},
+		Invoke:  []string{"count_vowels"},
+	}
+	if diff := cmp.Diff(wantCaps, wiki.Capabilities); diff != "" {
+		t.Errorf("wiki.fetch capabilities (-want +got):\n%s", diff)
+	}
+
+	git := cfg.Tools[2]
+	if git.Tier != plugin.TierPrivileged || git.Source.Kind != "subprocess" || !git.Capabilities.Subprocess ||
+		git.Source.Tool != "log" || !cmp.Equal(git.Source.Args, []string{"--verbose"}) || !cmp.Equal(git.Capabilities.Env, []string{"LANG"}) {
+		t.Errorf("git.log = %+v", git)
+	}
+	if emb := cfg.Tools[3]; !emb.Disabled || emb.Source.Kind != "go" || emb.Source.Tool != "my-go-tool" {
+		t.Errorf("embedded = %+v", emb)
+	}
+
+	if len(cfg.MCPServers) != 1 {
+		t.Fatalf("got %d MCP servers", len(cfg.MCPServers))
+	}
+	m := cfg.MCPServers[0]
+	if m.Name != "everything" || m.URL != "http://127.0.0.1:3001/mcp" || m.Tier != plugin.TierReadOnly ||
+		m.Timeout != 20*time.Second || !cmp.Equal(m.Tools, []string{"echo", "add"}) || m.Headers["Authorization"] != "Bearer $API_KEY" {
+		t.Errorf("mcp server = %+v", m)
+	}
+	if _, ok := cfg.Range("wiki.fetch"); !ok {
+		t.Errorf("no range recorded for wiki.fetch")
+	}
+}
+
+// The default configuration at the repository root must always load.
+func TestRepositoryDefaultConfig(t *testing.T) {
+	_, diags := config.Load("../../config.hcl")
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+}
+
+func TestMissingFile(t *testing.T) {
+	_, diags := config.Load("testdata/does-not-exist.hcl")
+	if !diags.HasErrors() || !strings.Contains(diags.Error(), "no such file") {
+		t.Fatalf("diags = %v", diags)
+	}
+}
+
+// FuzzParse feeds arbitrary source to the parser: it must never panic, and
+// either return a configuration or at least one error diagnostic.
+func FuzzParse(f *testing.F) {
+	for _, name := range []string{"testdata/full.hcl", "testdata/errors/many.hcl", "testdata/errors/limits.hcl", "testdata/errors/grants.hcl"} {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`tool "x" { go {} limits { memory = "1e400MiB" } }`))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		cfg, diags := config.NewParser().Parse(src, "testdata/fuzz.hcl")
+		if cfg == nil && !diags.HasErrors() {
+			t.Fatalf("no configuration and no error")
+		}
+		if cfg != nil && diags.HasErrors() {
+			t.Fatalf("configuration returned despite errors")
+		}
+	})
+}

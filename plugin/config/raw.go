@@ -1,0 +1,156 @@
+package config
+
+import (
+	"github.com/hashicorp/hcl/v2"
+)
+
+// The raw structs mirror the HCL schema one to one; gohcl decodes into them
+// strictly (unknown attributes and blocks are diagnostics) and records the
+// ranges that later checks point at.
+
+type rawFile struct {
+	Host       *rawHost     `hcl:"host,block"`
+	Grants     *rawGrants   `hcl:"grants,block"`
+	Secrets    []*rawSecret `hcl:"secret,block"`
+	Tools      []*rawTool   `hcl:"tool,block"`
+	MCPServers []*rawMCP    `hcl:"mcp_server,block"`
+}
+
+type rawHost struct {
+	Workspace    *string    `hcl:"workspace"`
+	CacheDir     *string    `hcl:"cache_dir"`
+	ArtifactsDir *string    `hcl:"artifacts_dir"`
+	AuditLog     *string    `hcl:"audit_log"`
+	LogLevel     *string    `hcl:"log_level"`
+	MaxDepth     *int       `hcl:"max_depth"`
+	Limits       *rawLimits `hcl:"limits,block"`
+
+	WorkspaceRange hcl.Range `hcl:"workspace,attr_value_range"`
+	CacheDirRange  hcl.Range `hcl:"cache_dir,attr_value_range"`
+	LogLevelRange  hcl.Range `hcl:"log_level,attr_value_range"`
+	MaxDepthRange  hcl.Range `hcl:"max_depth,attr_value_range"`
+	DefRange       hcl.Range `hcl:",def_range"`
+}
+
+type rawGrants struct {
+	Mounts       []*rawGrantMount `hcl:"mount,block"`
+	Hosts        []string         `hcl:"hosts,optional"`
+	Secrets      []string         `hcl:"secrets,optional"`
+	Invoke       []string         `hcl:"invoke,optional"`
+	Env          []string         `hcl:"env,optional"`
+	Capabilities []string         `hcl:"capabilities,optional"`
+
+	HostsRange        hcl.Range `hcl:"hosts,attr_value_range"`
+	SecretsRange      hcl.Range `hcl:"secrets,attr_value_range"`
+	CapabilitiesRange hcl.Range `hcl:"capabilities,attr_value_range"`
+}
+
+type rawGrantMount struct {
+	Path     string `hcl:"path"`
+	ReadOnly *bool  `hcl:"read_only"`
+
+	PathRange hcl.Range `hcl:"path,attr_value_range"`
+	DefRange  hcl.Range `hcl:",def_range"`
+}
+
+type rawSecret struct {
+	Name string  `hcl:"name,label"`
+	Env  *string `hcl:"env"`
+	File *string `hcl:"file"`
+
+	DefRange hcl.Range `hcl:",def_range"`
+}
+
+type rawTool struct {
+	Name         string          `hcl:"name,label"`
+	Description  *string         `hcl:"description"`
+	Tier         *string         `hcl:"tier"`
+	Approval     *string         `hcl:"approval"`
+	Enabled      *bool           `hcl:"enabled"`
+	InputSchema  *string         `hcl:"input_schema"`
+	OutputSchema *string         `hcl:"output_schema"`
+	Hosts        []string        `hcl:"hosts,optional"`
+	Secrets      []string        `hcl:"secrets,optional"`
+	Invoke       []string        `hcl:"invoke,optional"`
+	Wasm         []*rawWasm      `hcl:"wasm,block"`
+	Subprocess   []*rawSubproc   `hcl:"subprocess,block"`
+	Go           []*rawGo        `hcl:"go,block"`
+	Mounts       []*rawToolMount `hcl:"mount,block"`
+	Limits       *rawLimits      `hcl:"limits,block"`
+
+	TierRange         hcl.Range `hcl:"tier,attr_value_range"`
+	ApprovalRange     hcl.Range `hcl:"approval,attr_value_range"`
+	InputSchemaRange  hcl.Range `hcl:"input_schema,attr_value_range"`
+	OutputSchemaRange hcl.Range `hcl:"output_schema,attr_value_range"`
+	HostsRange        hcl.Range `hcl:"hosts,attr_value_range"`
+	SecretsRange      hcl.Range `hcl:"secrets,attr_value_range"`
+	InvokeRange       hcl.Range `hcl:"invoke,attr_value_range"`
+	DefRange          hcl.Range `hcl:",def_range"`
+}
+
+type rawWasm struct {
+	Path    *string           `hcl:"path"`
+	Builtin *string           `hcl:"builtin"`
+	SHA256  *string           `hcl:"sha256"`
+	Tool    *string           `hcl:"tool"`
+	Export  *string           `hcl:"export"`
+	Config  map[string]string `hcl:"config,optional"`
+
+	PathRange   hcl.Range `hcl:"path,attr_value_range"`
+	SHA256Range hcl.Range `hcl:"sha256,attr_value_range"`
+	DefRange    hcl.Range `hcl:",def_range"`
+}
+
+type rawSubproc struct {
+	Path    *string  `hcl:"path"`
+	Builtin *string  `hcl:"builtin"`
+	SHA256  *string  `hcl:"sha256"`
+	Tool    *string  `hcl:"tool"`
+	Args    []string `hcl:"args,optional"`
+	Env     []string `hcl:"env,optional"`
+
+	PathRange   hcl.Range `hcl:"path,attr_value_range"`
+	SHA256Range hcl.Range `hcl:"sha256,attr_value_range"`
+	EnvRange    hcl.Range `hcl:"env,attr_value_range"`
+	DefRange    hcl.Range `hcl:",def_range"`
+}
+
+type rawGo struct {
+	Tool *string `hcl:"tool"`
+
+	DefRange hcl.Range `hcl:",def_range"`
+}
+
+type rawToolMount struct {
+	HostPath  string `hcl:"host_path"`
+	GuestPath string `hcl:"guest_path"`
+	ReadOnly  *bool  `hcl:"read_only"`
+
+	HostPathRange  hcl.Range `hcl:"host_path,attr_value_range"`
+	GuestPathRange hcl.Range `hcl:"guest_path,attr_value_range"`
+	DefRange       hcl.Range `hcl:",def_range"`
+}
+
+type rawMCP struct {
+	Name    string            `hcl:"name,label"`
+	URL     string            `hcl:"url"`
+	Headers map[string]string `hcl:"headers,optional"`
+	Secrets []string          `hcl:"secrets,optional"`
+	Tools   []string          `hcl:"tools"`
+	Tier    *string           `hcl:"tier"`
+	Timeout *string           `hcl:"timeout"`
+	Limits  *rawLimits        `hcl:"limits,block"`
+
+	URLRange     hcl.Range `hcl:"url,attr_value_range"`
+	SecretsRange hcl.Range `hcl:"secrets,attr_value_range"`
+	ToolsRange   hcl.Range `hcl:"tools,attr_value_range"`
+	TierRange    hcl.Range `hcl:"tier,attr_value_range"`
+	TimeoutRange hcl.Range `hcl:"timeout,attr_value_range"`
+	DefRange     hcl.Range `hcl:",def_range"`
+}
+
+// rawLimits keeps every limit as an expression so that sizes ("64MiB"),
+// durations ("30s") and counts are parsed with a diagnostic at the value.
+type rawLimits struct {
+	Body hcl.Body `hcl:",remain"`
+}

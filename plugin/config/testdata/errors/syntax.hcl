@@ -1,0 +1,3 @@
+tool "x" {
+  wasm { path = "a.wasm"
+}
