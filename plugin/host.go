@@ -60,6 +60,7 @@ type Host struct {
 
 	mu     sync.RWMutex
 	tools  map[string]*entry
+	wire   map[string]string // WireName → name
 	order  []string
 	closed bool
 }
@@ -98,6 +99,7 @@ func NewHost(opts Options) (*Host, error) {
 		adapters:  map[string]Adapter{},
 		maxDepth:  opts.MaxDepth,
 		tools:     map[string]*entry{},
+		wire:      map[string]string{},
 	}
 	if v := h.defaults.Check(MaxLimits()); len(v) > 0 {
 		return nil, fmt.Errorf("default limits: %w", errors.Join(asErrors(v)...))
@@ -227,6 +229,11 @@ func (h *Host) Register(spec Spec, t Tool) error {
 	if _, dup := h.tools[spec.Name]; dup {
 		return fmt.Errorf("tool %q is registered twice", spec.Name)
 	}
+	w := WireName(spec.Name)
+	if other, clash := h.wire[w]; clash {
+		return fmt.Errorf("tool %q: its wire name %q (for providers and MCP clients) is already taken by %q", spec.Name, w, other)
+	}
+	h.wire[w] = spec.Name
 	h.tools[spec.Name] = e
 	h.order = append(h.order, spec.Name)
 	if spec.Capabilities.Subprocess {
