@@ -1,0 +1,19 @@
+package toolhost
+
+import (
+	"github.com/hashicorp/go-hclog"
+	"github.com/toolhost/toolhost/plugin"
+	"github.com/toolhost/toolhost/plugin/config"
+)
+
+// builtinAdapter builds one adapter kind from the configuration.
+type builtinAdapter struct {
+	kind  string
+	build func(cfg *config.Config, log hclog.Logger) (plugin.Adapter, error)
+}
+
+// builtinAdapters lists the adapters this build of toolhost has, in load
+// order. Only the kinds a configuration uses are built.
+func builtinAdapters() []builtinAdapter {
+	return nil
+}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/plugin"
+)
+
+// Exit codes of the host command.
+const (
+	exitOK         = 0
+	exitToolError  = 1 // the tool call failed; the code is printed
+	exitUsage      = 2 // bad flags, arguments or configuration
+	exitNeedsInput = 3 // the tool asked a question; call again with --answer
+)
+
+// exitError carries an exit code out of a cobra command.
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// globals are the flags every command shares.
+type globals struct {
+	config   string
+	logLevel string
+	logJSON  bool
+	noColor  bool
+}
+
+// app holds what a command run needs: its streams and flags.
+type app struct {
+	g      globals
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// run is the whole CLI; main only supplies the process's streams.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	fmt.Fprintf(stderr, "Error: %v\n", err)
+	return exitUsage
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "host",
+		Short: "Run the tools LLM agents call, inside sandboxes",
+		Long: "toolhost runs tools (read a file, run a command, fetch a page) inside sandboxes,\n" +
+			"behind one interface, configured in HCL (config.hcl).",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.g.config, "config", "config.hcl", "configuration file")
+	pf.StringVar(&a.g.logLevel, "log-level", "", "log level: trace, debug, info, warn, error, off (default: the config's log_level)")
+	pf.BoolVar(&a.g.logJSON, "log-json", false, "log as JSON lines")
+	pf.BoolVar(&a.g.noColor, "no-color", false, "do not color diagnostics")
+	root.AddCommand(a.toolsCommand(), a.callCommand(), a.validateCommand(), a.versionCommand(), a.artifactCommand())
+	for _, c := range extraCommands(a) {
+		root.AddCommand(c)
+	}
+	return root
+}
+
+// logger builds the root logger: stderr, level from --log-level or the config.
+func (a *app) logger(configLevel string) hclog.Logger {
+	level := a.g.logLevel
+	if level == "" {
+		level = configLevel
+	}
+	if level == "" {
+		level = "warn"
+	}
+	return hclog.New(&hclog.LoggerOptions{
+		Name:       "host",
+		Level:      hclog.LevelFromString(level),
+		Output:     a.stderr,
+		JSONFormat: a.g.logJSON,
+	})
+}
+
+// open loads the configured host, printing configuration errors the way
+// Terraform does.
+func (a *app) open(ctx context.Context, approver plugin.Approver) (*toolhost.Host, error) {
+	h, err := toolhost.Open(ctx, toolhost.Options{
+		ConfigFile: a.g.config,
+		Approver:   approver,
+		Logger:     a.logger(peekLogLevel(a.g.config)),
+	})
+	if err != nil {
+		var ce *toolhost.ConfigError
+		if errors.As(err, &ce) {
+			ce.Write(a.stderr, 100, a.color())
+			return nil, &exitError{exitUsage}
+		}
+		return nil, err
+	}
+	return h, nil
+}
+
+// peekLogLevel reads log_level from the configuration cheaply so that the
+// logger exists before the configuration is fully loaded; errors surface at
+// the real load.
+func peekLogLevel(file string) string {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok && strings.TrimSpace(k) == "log_level" {
+			return strings.Trim(strings.TrimSpace(v), `"`)
+		}
+	}
+	return ""
+}
+
+func (a *app) color() bool {
+	if a.g.noColor || os.Getenv("NO_COLOR") != "" {
+		return false
+	}
+	f, ok := a.stderr.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
+}
+
+func (a *app) versionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintf(a.stdout, "toolhost %s\n", toolhost.Version)
+			return nil
+		},
+	}
+}
+
+func (a *app) validateCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate",
+		Short: "Check the configuration and load every tool, without calling any",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, err := a.open(cmd.Context(), nil)
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			n := len(h.Tools())
+			fmt.Fprintf(a.stdout, "%s: valid, %d tool%s\n", a.g.config, n, plural(n))
+			return nil
+		},
+	}
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func (a *app) artifactCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "artifact ID",
+		Short: "Print an artifact (the full output of a truncated result)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h, err := a.open(cmd.Context(), nil)
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			_, rc, err := h.Artifact(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			defer rc.Close()
+			_, err = io.Copy(a.stdout, rc)
+			return err
+		},
+	}
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}

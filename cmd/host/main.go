@@ -1,0 +1,21 @@
+// Command host runs toolhost: it lists the tools a configuration grants,
+// calls them, validates configurations, and serves them over MCP.
+//
+//	host tools                       # what the default config.hcl offers
+//	host call filesystem.list '{"path":"."}'
+//	host validate --config other.hcl
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
