@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -225,16 +226,30 @@ func valueAt(v any, loc []string) any {
 	return v
 }
 
+// maxShown is how many bytes of a wrong value a message quotes.
+const maxShown = 50
+
 func describeValue(v any) string {
-	s := compactJSON(v)
-	if len(s) > 60 {
-		s = s[:57] + "..."
-	}
-	switch v.(type) {
+	switch t := v.(type) {
 	case map[string]any, []any:
 		return jsonKind(v)
 	case nil:
 		return "null"
+	case string:
+		if len(t) > maxShown {
+			// Cut the value, not its quoted form, so that the message
+			// keeps whole runes and escapes and a closing quote.
+			cut := maxShown
+			for cut > 0 && !utf8.RuneStart(t[cut]) {
+				cut--
+			}
+			q := compactJSON(t[:cut])
+			return fmt.Sprintf("string %s...\" (%d bytes)", q[:len(q)-1], len(t))
+		}
+	}
+	s := compactJSON(v)
+	if len(s) > maxShown+10 {
+		s = s[:maxShown] + "..." // numbers and booleans: ASCII
 	}
 	return jsonKind(v) + " " + s
 }
