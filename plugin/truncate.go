@@ -29,7 +29,11 @@ func Truncate(s string, max int) (string, int) {
 		t = h
 	}
 	omitted := t - h
-	return s[:h] + "\n[... truncated " + strconv.Itoa(omitted) + " bytes ...]\n" + s[t:], omitted
+	pre := "\n"
+	if h == 0 || s[h-1] == '\n' {
+		pre = ""
+	}
+	return s[:h] + pre + "[... truncated " + strconv.Itoa(omitted) + " bytes ...]\n" + s[t:], omitted
 }
 
 // cutBack returns an index ≤ i on a rune boundary, preferring to end just

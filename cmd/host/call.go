@@ -202,7 +202,11 @@ func (t *terminalApprover) terminal() (io.Reader, io.Writer, func(), error) {
 	if f, ok := t.a.stdin.(*os.File); ok && !t.stdinUsed && isatty.IsTerminal(f.Fd()) {
 		return f, t.a.stderr, func() {}, nil
 	}
-	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+	open := t.a.openTTY
+	if open == nil {
+		open = func() (io.ReadWriteCloser, error) { return os.OpenFile("/dev/tty", os.O_RDWR, 0) }
+	}
+	tty, err := open()
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("no terminal to ask on")
 	}

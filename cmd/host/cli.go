@@ -43,11 +43,21 @@ type app struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
+	// goTools serves `go {}` tool blocks; the CLI itself ships none (its
+	// tools are sandboxed), tests use it to drive the pipeline.
+	goTools *plugin.InProcess
+	// openTTY opens the controlling terminal for approval prompts; nil
+	// means /dev/tty. Tests replace it so they never wait on a real one.
+	openTTY func() (io.ReadWriteCloser, error)
 }
 
 // run is the whole CLI; main only supplies the process's streams.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	return (&app{stdin: stdin, stdout: stdout, stderr: stderr}).run(ctx, args)
+}
+
+func (a *app) run(ctx context.Context, args []string) int {
+	stdin, stdout, stderr := a.stdin, a.stdout, a.stderr
 	root := a.rootCommand()
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -109,6 +119,7 @@ func (a *app) open(ctx context.Context, approver plugin.Approver) (*toolhost.Hos
 	h, err := toolhost.Open(ctx, toolhost.Options{
 		ConfigFile: a.g.config,
 		Approver:   approver,
+		GoTools:    a.goTools,
 		Logger:     a.logger(peekLogLevel(a.g.config)),
 	})
 	if err != nil {
