@@ -1,0 +1,228 @@
+package extism
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/tetratelabs/wazero"
+
+	"github.com/toolhost/toolhost/plugin"
+)
+
+// Kind is the source kind this adapter loads.
+const Kind = "wasm"
+
+// Transform rewrites a module's bytes before it is compiled (fuel metering,
+// snapshotting). Name identifies the transform and its version: it is part
+// of the key the compiled code is cached under, so change it whenever the
+// output of Apply changes.
+type Transform struct {
+	Name  string
+	Apply func(wasm []byte) ([]byte, error)
+}
+
+// Config configures an Adapter. The zero value is usable: no on-disk cache,
+// a null logger, no built-ins, the system resolver.
+type Config struct {
+	// CacheDir keeps compiled code across host starts. It is created with
+	// mode 0700 (and tightened to 0700 if it exists): cached native code is
+	// not validated again when loaded, so nobody else may write there.
+	// Empty means compile in memory only.
+	CacheDir string
+	// Logger receives adapter events and guest log lines (capped per call).
+	Logger hclog.Logger
+	// Builtins resolves Source.Builtin names to module bytes.
+	Builtins func(name string) ([]byte, bool)
+	// Transforms run, in order, on every module before it is compiled.
+	Transforms []Transform
+	// Lookup resolves host names for guest HTTP requests; nil uses the
+	// system resolver. Resolved addresses are always checked.
+	Lookup LookupFunc
+	// TempDir is where per-call /tmp directories are created; empty uses
+	// os.TempDir.
+	TempDir string
+}
+
+// Adapter loads wasm tools. It is safe for concurrent use.
+type Adapter struct {
+	log      hclog.Logger
+	cache    wazero.CompilationCache
+	builtins func(string) ([]byte, bool)
+	xforms   []Transform
+	lookup   LookupFunc
+	tmpBase  string
+
+	mu     sync.Mutex
+	tools  []*wasmTool
+	closed bool
+}
+
+var _ plugin.Adapter = (*Adapter)(nil)
+
+// New returns an Adapter. It creates the cache directory if needed.
+func New(cfg Config) (*Adapter, error) {
+	a := &Adapter{
+		log:      cfg.Logger,
+		builtins: cfg.Builtins,
+		xforms:   append([]Transform(nil), cfg.Transforms...),
+		lookup:   cfg.Lookup,
+		tmpBase:  cfg.TempDir,
+	}
+	if a.log == nil {
+		a.log = hclog.NewNullLogger()
+	}
+	a.log = a.log.Named("extism")
+	if a.lookup == nil {
+		a.lookup = defaultLookup
+	}
+	for _, t := range a.xforms {
+		if t.Name == "" || t.Apply == nil {
+			return nil, errors.New("extism: every transform needs a Name and an Apply function")
+		}
+	}
+	if cfg.CacheDir != "" {
+		dir, err := filepath.Abs(cfg.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("extism: cache dir: %w", err)
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("extism: cache dir: %w", err)
+		}
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("extism: cache dir: %w", err)
+		}
+		c, err := wazero.NewCompilationCacheWithDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("extism: cache dir: %w", err)
+		}
+		a.cache = c
+	} else {
+		a.cache = wazero.NewCompilationCache()
+	}
+	return a, nil
+}
+
+// Kind returns "wasm".
+func (a *Adapter) Kind() string { return Kind }
+
+// Close closes every tool loaded by a and the compilation cache.
+func (a *Adapter) Close() error {
+	a.mu.Lock()
+	tools := a.tools
+	a.tools = nil
+	a.closed = true
+	a.mu.Unlock()
+	var errs []error
+	for _, t := range tools {
+		errs = append(errs, t.Close())
+	}
+	errs = append(errs, a.cache.Close(context.Background()))
+	return errors.Join(errs...)
+}
+
+// artifact returns the module bytes a source names.
+func (a *Adapter) artifact(src *plugin.Source) ([]byte, string, error) {
+	switch {
+	case len(src.Bytes) > 0:
+		return src.Bytes, "embedded bytes", nil
+	case src.Builtin != "":
+		if a.builtins == nil {
+			return nil, "", fmt.Errorf("built-in %q: this host has no built-in plugins", src.Builtin)
+		}
+		b, ok := a.builtins(src.Builtin)
+		if !ok {
+			return nil, "", fmt.Errorf("built-in %q does not exist", src.Builtin)
+		}
+		return b, "built-in " + src.Builtin, nil
+	case src.Path != "":
+		b, err := os.ReadFile(src.Path)
+		if err != nil {
+			return nil, "", err
+		}
+		return b, src.Path, nil
+	}
+	return nil, "", errors.New("source names no artifact: set path, bytes or builtin")
+}
+
+// Load reads, verifies and scans the artifact spec names, starts compiling
+// it in the background and returns the tool. For a list_tools plugin whose
+// Spec supplies no input schema, Load waits for the compilation and asks
+// the plugin for its descriptor.
+func (a *Adapter) Load(ctx context.Context, spec *plugin.Spec) (plugin.Tool, error) {
+	if spec == nil {
+		return nil, errors.New("extism: nil spec")
+	}
+	fail := func(format string, args ...any) error {
+		e := plugin.Errorf(plugin.CodeToolUnavailable, format, args...)
+		e.Tool = spec.Name
+		return e
+	}
+	if spec.Source.Kind != "" && spec.Source.Kind != Kind {
+		return nil, fail("source kind %q is not %q", spec.Source.Kind, Kind)
+	}
+	raw, where, err := a.artifact(&spec.Source)
+	if err != nil {
+		return nil, fail("%v", err)
+	}
+	got := sha256Hex(raw)
+	if want := strings.ToLower(strings.TrimSpace(spec.Source.SHA256)); want != "" && want != got {
+		return nil, fail("%s: sha256 mismatch: expected %s, got %s; refusing to load", where, want, got)
+	}
+	info, err := scanModule(raw)
+	if err != nil {
+		return nil, fail("%s: %v", where, err)
+	}
+	mode := modeTools
+	if spec.Source.Export != "" {
+		mode = modeRaw
+		if !info.hasFunc(spec.Source.Export) {
+			return nil, fail("%s: raw mode names export %q, which the module does not export (it exports %s)",
+				where, spec.Source.Export, strings.Join(info.funcExports(), ", "))
+		}
+		if len(spec.InputSchema) == 0 {
+			return nil, fail("raw mode export %q needs an input schema in the tool's configuration", spec.Source.Export)
+		}
+	} else if !info.hasFunc(exportListTools) || !info.hasFunc(exportCallTool) {
+		return nil, fail("%s: module exports neither list_tools and call_tool nor a configured raw export (it exports %s); "+
+			"set export = \"<name>\" to call a plain Extism function", where, strings.Join(info.funcExports(), ", "))
+	}
+
+	// Transforms: the guest initialiser is renamed so that instances can be
+	// initialised ahead of time, then the configured rewriters run.
+	code := raw
+	key := got
+	if info.initName != "" {
+		if code, err = renameExport(code, info.initName, initExport); err != nil {
+			return nil, fail("%s: %v", where, err)
+		}
+		key += "+init"
+	}
+	for _, x := range a.xforms {
+		if code, err = x.Apply(code); err != nil {
+			return nil, fail("%s: transform %s: %v", where, x.Name, err)
+		}
+		key += "+" + x.Name
+	}
+
+	t := newTool(a, spec, mode, info, code, key, where)
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil, fail("adapter is closed")
+	}
+	a.tools = append(a.tools, t)
+	a.mu.Unlock()
+	go t.compile()
+
+	if err := t.describe(ctx); err != nil {
+		t.Close()
+		return nil, err
+	}
+	return t, nil
+}

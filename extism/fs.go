@@ -1,0 +1,316 @@
+package extism
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// rootFS is a wazero filesystem backed by an *os.Root. Every path a guest
+// names is resolved by os.Root, which refuses "..", absolute paths and
+// symlinks that lead out of the directory; this, not wazero's own directory
+// mount, is the security boundary. Read-only mounts refuse every write.
+// Bytes read are counted against the call's file_bytes_read limit.
+type rootFS struct {
+	experimentalsys.UnimplementedFS
+	root     *os.Root
+	readOnly bool
+	meter    *instance // counts bytes read; may be nil
+}
+
+func rootPath(p string) string {
+	p = strings.TrimPrefix(p, "/")
+	if p == "" {
+		return "."
+	}
+	return p
+}
+
+// errno maps an error from os.Root to a WASI errno. An attempt to leave the
+// root is reported as EPERM.
+func errno(err error) experimentalsys.Errno {
+	if err == nil {
+		return 0
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return experimentalsys.ENOENT
+	case errors.Is(err, fs.ErrExist):
+		return experimentalsys.EEXIST
+	case errors.Is(err, fs.ErrPermission):
+		return experimentalsys.EACCES
+	}
+	if strings.Contains(err.Error(), "escapes") {
+		return experimentalsys.EPERM
+	}
+	if e := experimentalsys.UnwrapOSError(err); e != 0 {
+		return e
+	}
+	return experimentalsys.EIO
+}
+
+func (r *rootFS) String() string { return r.root.Name() }
+
+// OpenFile implements experimentalsys.FS.
+func (r *rootFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+	var of int
+	switch flag & (experimentalsys.O_RDONLY | experimentalsys.O_WRONLY | experimentalsys.O_RDWR) {
+	case experimentalsys.O_WRONLY:
+		of = os.O_WRONLY
+	case experimentalsys.O_RDWR:
+		of = os.O_RDWR
+	default:
+		of = os.O_RDONLY
+	}
+	writes := of != os.O_RDONLY || flag&(experimentalsys.O_CREAT|experimentalsys.O_TRUNC|experimentalsys.O_APPEND) != 0
+	if writes && r.readOnly {
+		return nil, experimentalsys.EROFS
+	}
+	if flag&experimentalsys.O_APPEND != 0 {
+		of |= os.O_APPEND
+	}
+	if flag&experimentalsys.O_CREAT != 0 {
+		of |= os.O_CREATE
+	}
+	if flag&experimentalsys.O_EXCL != 0 {
+		of |= os.O_EXCL
+	}
+	if flag&experimentalsys.O_TRUNC != 0 {
+		of |= os.O_TRUNC
+	}
+	p := rootPath(path)
+	if flag&experimentalsys.O_NOFOLLOW != 0 {
+		if fi, err := r.root.Lstat(p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, experimentalsys.ELOOP
+		}
+	}
+	f, err := r.root.OpenFile(p, of, perm)
+	if err != nil {
+		return nil, errno(err)
+	}
+	if flag&experimentalsys.O_DIRECTORY != 0 {
+		fi, err := f.Stat()
+		if err != nil || !fi.IsDir() {
+			f.Close()
+			return nil, experimentalsys.ENOTDIR
+		}
+	}
+	return newRootFile(r, p, f, of&os.O_APPEND != 0)
+}
+
+// Lstat implements experimentalsys.FS.
+func (r *rootFS) Lstat(path string) (sys.Stat_t, experimentalsys.Errno) {
+	fi, err := r.root.Lstat(rootPath(path))
+	if err != nil {
+		return sys.Stat_t{}, errno(err)
+	}
+	return sys.NewStat_t(fi), 0
+}
+
+// Stat implements experimentalsys.FS.
+func (r *rootFS) Stat(path string) (sys.Stat_t, experimentalsys.Errno) {
+	fi, err := r.root.Stat(rootPath(path))
+	if err != nil {
+		return sys.Stat_t{}, errno(err)
+	}
+	return sys.NewStat_t(fi), 0
+}
+
+// Mkdir implements experimentalsys.FS.
+func (r *rootFS) Mkdir(path string, perm fs.FileMode) experimentalsys.Errno {
+	if r.readOnly {
+		return experimentalsys.EROFS
+	}
+	return errno(r.root.Mkdir(rootPath(path), perm))
+}
+
+// Chmod implements experimentalsys.FS.
+func (r *rootFS) Chmod(path string, perm fs.FileMode) experimentalsys.Errno {
+	if r.readOnly {
+		return experimentalsys.EROFS
+	}
+	return errno(r.root.Chmod(rootPath(path), perm))
+}
+
+// Rename implements experimentalsys.FS.
+func (r *rootFS) Rename(from, to string) experimentalsys.Errno {
+	if r.readOnly {
+		return experimentalsys.EROFS
+	}
+	return errno(r.root.Rename(rootPath(from), rootPath(to)))
+}
+
+// Rmdir implements experimentalsys.FS.
+func (r *rootFS) Rmdir(path string) experimentalsys.Errno {
+	if r.readOnly {
+		return experimentalsys.EROFS
+	}
+	p := rootPath(path)
+	fi, err := r.root.Lstat(p)
+	if err != nil {
+		return errno(err)
+	}
+	if !fi.IsDir() {
+		return experimentalsys.ENOTDIR
+	}
+	return errno(r.root.Remove(p))
+}
+
+// Unlink implements experimentalsys.FS.
+func (r *rootFS) Unlink(path string) experimentalsys.Errno {
+	if r.readOnly {
+		return experimentalsys.EROFS
+	}
+	p := rootPath(path)
+	fi, err := r.root.Lstat(p)
+	if err != nil {
+		return errno(err)
+	}
+	if fi.IsDir() {
+		return experimentalsys.EISDIR
+	}
+	return errno(r.root.Remove(p))
+}
+
+// Link implements experimentalsys.FS.
+func (r *rootFS) Link(oldPath, newPath string) experimentalsys.Errno {
+	if r.readOnly {
+		return experimentalsys.EROFS
+	}
+	return errno(r.root.Link(rootPath(oldPath), rootPath(newPath)))
+}
+
+// Symlink implements experimentalsys.FS. A link may point anywhere; os.Root
+// refuses to follow it out of the mount.
+func (r *rootFS) Symlink(oldPath, linkName string) experimentalsys.Errno {
+	if r.readOnly {
+		return experimentalsys.EROFS
+	}
+	return errno(r.root.Symlink(oldPath, rootPath(linkName)))
+}
+
+// Readlink implements experimentalsys.FS.
+func (r *rootFS) Readlink(path string) (string, experimentalsys.Errno) {
+	s, err := r.root.Readlink(rootPath(path))
+	if err != nil {
+		return "", errno(err)
+	}
+	return s, 0
+}
+
+// Utimens implements experimentalsys.FS.
+func (r *rootFS) Utimens(path string, atim, mtim int64) experimentalsys.Errno {
+	if r.readOnly {
+		return experimentalsys.EROFS
+	}
+	return errno(r.root.Chtimes(rootPath(path), time.Unix(0, atim), time.Unix(0, mtim)))
+}
+
+// rootFile is an open file of a rootFS. Seeking, directory listing and
+// stat come from wazero's own adapter for fs.File (wrapped around our
+// *os.File); reads are counted and writes refused on read-only mounts here.
+type rootFile struct {
+	experimentalsys.File
+	f        *os.File
+	readOnly bool
+	append   bool
+	meter    *instance
+}
+
+// oneFS hands out an already opened file the first time it is asked, and
+// reopens through the root afterwards (wazero reopens a directory to
+// rewind it).
+type oneFS struct {
+	root  *os.Root
+	first *os.File
+}
+
+func (o *oneFS) Open(name string) (fs.File, error) {
+	if f := o.first; f != nil {
+		o.first = nil
+		return f, nil
+	}
+	return o.root.Open(name)
+}
+
+func newRootFile(r *rootFS, p string, f *os.File, appendMode bool) (experimentalsys.File, experimentalsys.Errno) {
+	inner, e := (&sysfs.AdaptFS{FS: &oneFS{root: r.root, first: f}}).OpenFile(p, experimentalsys.O_RDONLY, 0)
+	if e != 0 {
+		f.Close()
+		return nil, e
+	}
+	return &rootFile{File: inner, f: f, readOnly: r.readOnly, append: appendMode, meter: r.meter}, 0
+}
+
+// IsAppend implements experimentalsys.File.
+func (f *rootFile) IsAppend() bool { return f.append }
+
+func (f *rootFile) count(n int) experimentalsys.Errno {
+	if f.meter != nil && n > 0 && !f.meter.fileRead(int64(n)) {
+		return experimentalsys.EIO
+	}
+	return 0
+}
+
+// Read implements experimentalsys.File.
+func (f *rootFile) Read(buf []byte) (int, experimentalsys.Errno) {
+	n, err := f.f.Read(buf)
+	if e := f.count(n); e != 0 {
+		return 0, e
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return n, errno(err)
+	}
+	return n, 0
+}
+
+// Pread implements experimentalsys.File.
+func (f *rootFile) Pread(buf []byte, off int64) (int, experimentalsys.Errno) {
+	n, err := f.f.ReadAt(buf, off)
+	if e := f.count(n); e != 0 {
+		return 0, e
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return n, errno(err)
+	}
+	return n, 0
+}
+
+// Write implements experimentalsys.File.
+func (f *rootFile) Write(buf []byte) (int, experimentalsys.Errno) {
+	if f.readOnly {
+		return 0, experimentalsys.EBADF
+	}
+	n, err := f.f.Write(buf)
+	return n, errno(err)
+}
+
+// Pwrite implements experimentalsys.File.
+func (f *rootFile) Pwrite(buf []byte, off int64) (int, experimentalsys.Errno) {
+	if f.readOnly {
+		return 0, experimentalsys.EBADF
+	}
+	n, err := f.f.WriteAt(buf, off)
+	return n, errno(err)
+}
+
+// Truncate implements experimentalsys.File.
+func (f *rootFile) Truncate(size int64) experimentalsys.Errno {
+	if f.readOnly {
+		return experimentalsys.EBADF
+	}
+	return errno(f.f.Truncate(size))
+}
+
+// Sync implements experimentalsys.File.
+func (f *rootFile) Sync() experimentalsys.Errno { return errno(f.f.Sync()) }
+
+// Datasync implements experimentalsys.File.
+func (f *rootFile) Datasync() experimentalsys.Errno { return errno(f.f.Sync()) }

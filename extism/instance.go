@@ -1,0 +1,357 @@
+package extism
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"path"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	extism "github.com/extism/go-sdk"
+	"github.com/hashicorp/go-hclog"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
+
+	"github.com/toolhost/toolhost/plugin"
+)
+
+// instance is one pre-instantiated guest, used for exactly one call and
+// then closed. Everything a call can touch (memory, /tmp, stdio, counters)
+// belongs to the instance, so nothing survives into the next call.
+type instance struct {
+	t      *wasmTool
+	p      *extism.Plugin
+	tmpDir string
+	roots  []*os.Root
+
+	stdin  bytes.Reader
+	stdout capWriter
+	stderr lineLogger
+	mem    memLimiter
+
+	// Per call; set by begin.
+	req       *plugin.Request
+	callDone  <-chan struct{}
+	log       hclog.Logger
+	cancel    context.CancelFunc
+	fileBytes atomic.Int64
+	httpCount int
+	invokes   int
+	logs      atomic.Int64
+
+	mu       sync.Mutex
+	abortErr *plugin.Error
+}
+
+type instKey struct{}
+
+func instanceFrom(ctx context.Context) *instance {
+	i, _ := ctx.Value(instKey{}).(*instance)
+	return i
+}
+
+// newInstance instantiates and initialises a guest. ctx bounds the work.
+func (t *wasmTool) newInstance(ctx context.Context) (inst *instance, err error) {
+	inst = &instance{t: t}
+	inst.mem.limit = uint64(t.limits.Memory)
+	inst.stdout.inst = inst
+	inst.stderr.inst = inst
+	defer func() {
+		if err != nil {
+			inst.close()
+		}
+	}()
+	inst.tmpDir, err = os.MkdirTemp(t.a.tmpBase, "toolhost-call-")
+	if err != nil {
+		return nil, fmt.Errorf("per-call temp dir: %w", err)
+	}
+	fsc := wazero.NewFSConfig()
+	mount := func(dir, guest string, ro bool) error {
+		r, err := os.OpenRoot(dir)
+		if err != nil {
+			return fmt.Errorf("mount %s: %w", guest, err)
+		}
+		inst.roots = append(inst.roots, r)
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(&rootFS{root: r, readOnly: ro, meter: inst}, guest)
+		return nil
+	}
+	for _, m := range t.spec.Capabilities.Mounts {
+		if err := mount(m.HostPath, path.Clean("/"+m.GuestPath), m.ReadOnly); err != nil {
+			return nil, err
+		}
+	}
+	if err := mount(inst.tmpDir, "/tmp", false); err != nil {
+		return nil, err
+	}
+	mc := wazero.NewModuleConfig().
+		WithFSConfig(fsc).
+		WithStdin(&inst.stdin).
+		WithStdout(&inst.stdout).
+		WithStderr(&inst.stderr).
+		WithSysWalltime().
+		WithSysNanotime().
+		WithNanosleep(inst.nanosleep).
+		WithRandSource(rand.Reader)
+	ictx := experimental.WithMemoryAllocator(ctx, &inst.mem)
+	inst.p, err = t.compiled.Instance(ictx, extism.PluginInstanceConfig{ModuleConfig: mc})
+	if err != nil {
+		return nil, fmt.Errorf("instantiate: %w", err)
+	}
+	inst.p.SetLogger(inst.guestLog)
+	if t.info.initName != "" {
+		ictx, cancel := context.WithTimeout(ctx, t.limits.Timeout)
+		defer cancel()
+		if _, _, err := inst.p.CallWithContext(context.WithValue(ictx, instKey{}, inst), initExport, nil); err != nil {
+			if inst.mem.hit.Load() {
+				return nil, plugin.LimitError("memory", "guest initialisation needs more than the %s memory limit", plugin.FormatSize(t.limits.Memory))
+			}
+			return nil, fmt.Errorf("guest initialisation (%s): %w%s", t.info.initName, err, inst.stderr.tail())
+		}
+	}
+	inst.stdout.buf.Reset()
+	inst.stderr.reset()
+	return inst, nil
+}
+
+// begin binds the instance to a call.
+func (inst *instance) begin(ctx context.Context, req *plugin.Request, cancel context.CancelFunc) {
+	inst.req = req
+	inst.callDone = ctx.Done()
+	inst.cancel = cancel
+	inst.log = req.Log
+	if inst.log == nil {
+		inst.log = inst.t.log
+	}
+}
+
+// nanosleep is the guest's sleep (WASI poll_oneoff on a clock). It wakes up
+// early when the call is cancelled or times out, so a sleeping guest stops
+// as promptly as a spinning one.
+func (inst *instance) nanosleep(ns int64) {
+	if ns <= 0 {
+		return
+	}
+	t := time.NewTimer(time.Duration(ns))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-inst.callDone:
+	}
+}
+
+// abort stops the call with err; the first error wins.
+func (inst *instance) abort(err *plugin.Error) {
+	inst.mu.Lock()
+	if inst.abortErr == nil {
+		if err.Tool == "" {
+			err.Tool = inst.t.spec.Name
+		}
+		inst.abortErr = err
+	}
+	cancel := inst.cancel
+	inst.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+func (inst *instance) aborted() *plugin.Error {
+	inst.mu.Lock()
+	defer inst.mu.Unlock()
+	return inst.abortErr
+}
+
+// fileRead counts n bytes read from a mount; false means the limit is hit.
+func (inst *instance) fileRead(n int64) bool {
+	if inst.req == nil {
+		return true
+	}
+	lim := inst.t.limits.FileBytesRead
+	if inst.fileBytes.Add(n) > lim {
+		inst.abort(plugin.LimitError("file_bytes_read", "the tool read more than %s from its mounts", plugin.FormatSize(lim)))
+		return false
+	}
+	return true
+}
+
+// guestLog receives Extism log_* calls.
+func (inst *instance) guestLog(level extism.LogLevel, msg string) {
+	if inst.req == nil {
+		return // initialisation chatter
+	}
+	inst.logLine(level, msg)
+}
+
+const maxLogLine = 4 << 10
+
+func (inst *instance) logLine(level extism.LogLevel, msg string) {
+	lim := int64(inst.t.limits.LogEntries)
+	if inst.logs.Add(1) > lim {
+		inst.abort(plugin.LimitError("log_entries", "the tool wrote more than %d log entries", lim))
+		return
+	}
+	if len(msg) > maxLogLine {
+		msg = msg[:maxLogLine] + "…[truncated]"
+	}
+	msg = inst.req.Secrets.Redact(msg)
+	l := inst.log
+	switch level {
+	case extism.LogLevelTrace:
+		l.Trace("guest", "message", msg)
+	case extism.LogLevelDebug:
+		l.Debug("guest", "message", msg)
+	case extism.LogLevelWarn:
+		l.Warn("guest", "message", msg)
+	case extism.LogLevelError:
+		l.Error("guest", "message", msg)
+	default:
+		l.Info("guest", "message", msg)
+	}
+}
+
+// close releases the instance: guest memory, mounts and its /tmp.
+func (inst *instance) close() {
+	if inst.p != nil {
+		_ = inst.p.Close(context.Background())
+		inst.p = nil
+	}
+	for _, r := range inst.roots {
+		r.Close()
+	}
+	inst.roots = nil
+	if inst.tmpDir != "" {
+		if err := os.RemoveAll(inst.tmpDir); err != nil {
+			inst.t.log.Warn("removing per-call temp dir", "dir", inst.tmpDir, "error", err)
+		}
+		inst.tmpDir = ""
+	}
+}
+
+// capWriter is a guest's stdout: the fast output path. Writing past the
+// output limit aborts the call.
+type capWriter struct {
+	inst *instance
+	buf  bytes.Buffer
+}
+
+func (w *capWriter) Write(p []byte) (int, error) {
+	inst := w.inst
+	if inst.req == nil {
+		return len(p), nil // discard output during initialisation
+	}
+	lim := inst.t.limits.Output
+	if int64(w.buf.Len()+len(p)) > lim {
+		inst.abort(plugin.LimitError("output", "the tool's output exceeds the %s output limit", plugin.FormatSize(lim)))
+		return 0, fmt.Errorf("output limit exceeded")
+	}
+	return w.buf.Write(p)
+}
+
+// lineLogger turns a guest's stderr into log entries and keeps the last
+// few lines for error messages.
+type lineLogger struct {
+	inst    *instance
+	partial []byte
+	last    []string
+}
+
+const keepStderrLines = 8
+
+func (l *lineLogger) Write(p []byte) (int, error) {
+	n := len(p)
+	l.partial = append(l.partial, p...)
+	for {
+		i := bytes.IndexByte(l.partial, '\n')
+		if i < 0 {
+			break
+		}
+		l.line(string(l.partial[:i]))
+		l.partial = l.partial[i+1:]
+	}
+	if len(l.partial) > maxLogLine {
+		l.line(string(l.partial))
+		l.partial = l.partial[:0]
+	}
+	return n, nil
+}
+
+func (l *lineLogger) line(s string) {
+	if len(s) > maxLogLine {
+		s = s[:maxLogLine]
+	}
+	l.last = append(l.last, s)
+	if len(l.last) > keepStderrLines {
+		l.last = l.last[1:]
+	}
+	if l.inst.req != nil {
+		l.inst.logLine(extism.LogLevelDebug, "stderr: "+s)
+	}
+}
+
+func (l *lineLogger) reset() { l.partial, l.last = nil, nil }
+
+// tail returns the last stderr lines, for an error message.
+func (l *lineLogger) tail() string {
+	lines := l.last
+	if len(l.partial) > 0 {
+		lines = append(lines, string(l.partial))
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	s := strings.Join(lines, "\n")
+	if l.inst.req != nil {
+		s = l.inst.req.Secrets.Redact(s)
+	}
+	return "\nguest stderr:\n" + s
+}
+
+// memLimiter is a wazero memory allocator that refuses to grow a memory past
+// the tool's limit and remembers that it did, so the failure is reported as
+// LIMIT_EXCEEDED (memory) rather than as a guest crash.
+type memLimiter struct {
+	limit uint64
+	hit   atomic.Bool
+}
+
+func (m *memLimiter) Allocate(capacity, max uint64) experimental.LinearMemory {
+	if capacity > m.limit {
+		capacity = m.limit
+	}
+	return &linearMemory{lim: m, buf: make([]byte, 0, capacity)}
+}
+
+type linearMemory struct {
+	lim *memLimiter
+	buf []byte
+}
+
+func (l *linearMemory) Reallocate(size uint64) []byte {
+	if size > l.lim.limit {
+		l.lim.hit.Store(true)
+		return nil
+	}
+	if size <= uint64(cap(l.buf)) {
+		l.buf = l.buf[:size]
+		return l.buf
+	}
+	newCap := uint64(cap(l.buf)) * 2
+	if newCap < size {
+		newCap = size
+	}
+	if newCap > l.lim.limit {
+		newCap = l.lim.limit
+	}
+	nb := make([]byte, size, newCap)
+	copy(nb, l.buf)
+	l.buf = nb
+	return nb
+}
+
+func (l *linearMemory) Free() { l.buf = nil }

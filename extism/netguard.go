@@ -1,0 +1,211 @@
+package extism
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toolhost/toolhost/plugin"
+)
+
+// LookupFunc resolves a host name to addresses. It replaces DNS in tests
+// and in hosts with their own resolver.
+type LookupFunc func(ctx context.Context, host string) ([]netip.Addr, error)
+
+func defaultLookup(ctx context.Context, host string) ([]netip.Addr, error) {
+	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+}
+
+// netGuard decides which URLs a guest may fetch and which addresses the
+// client may connect to. Host names are checked against the allowlist
+// before a request (and before every redirect); resolved addresses are
+// checked again when dialling, so a name that resolves to a loopback,
+// private, link-local or metadata address is refused unless an operator
+// rule names that exact address.
+type netGuard struct {
+	rules  []plugin.HostRule
+	lookup LookupFunc
+}
+
+var (
+	errHostNotAllowed = errors.New("host is not in the tool's network allowlist")
+	errAddrForbidden  = errors.New("address is not publicly routable")
+)
+
+// hostPort splits a URL into a lower-case host and a port.
+func hostPort(u *url.URL) (string, int, error) {
+	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	if host == "" {
+		return "", 0, fmt.Errorf("URL %q has no host", u.Redacted())
+	}
+	ps := u.Port()
+	if ps == "" {
+		switch u.Scheme {
+		case "http":
+			ps = "80"
+		case "https":
+			ps = "443"
+		}
+	}
+	port, err := strconv.Atoi(ps)
+	if err != nil || port < 1 || port > 65535 {
+		return "", 0, fmt.Errorf("URL %q has a bad port", u.Redacted())
+	}
+	return host, port, nil
+}
+
+// looksNumeric reports whether host is written like an IP address but is not
+// one in canonical form (decimal "2130706433", hex "0x7f000001", octal
+// "0177.0.0.1", short "127.1"). Some resolvers accept such forms; we refuse
+// them outright.
+func looksNumeric(host string) bool {
+	if _, err := netip.ParseAddr(host); err == nil {
+		return false
+	}
+	if strings.HasPrefix(host, "0x") {
+		return true
+	}
+	for _, c := range host {
+		if (c < '0' || c > '9') && c != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+// checkURL reports whether a guest may fetch u.
+func (g *netGuard) checkURL(u *url.URL) error {
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("URL %q: only http and https are allowed", u.Redacted())
+	}
+	if u.User != nil {
+		return fmt.Errorf("URL %q: credentials in URLs are not allowed; use a secret in a header", u.Redacted())
+	}
+	host, port, err := hostPort(u)
+	if err != nil {
+		return err
+	}
+	if looksNumeric(host) {
+		return fmt.Errorf("%s: %w (non-canonical IP address form)", host, errHostNotAllowed)
+	}
+	for _, r := range g.rules {
+		if r.Allows(host, port) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s:%d: %w", host, port, errHostNotAllowed)
+}
+
+var extraForbidden = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),
+	netip.MustParsePrefix("100.64.0.0/10"), // carrier-grade NAT
+	netip.MustParsePrefix("192.0.0.0/24"),
+	netip.MustParsePrefix("192.0.2.0/24"),
+	netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("198.51.100.0/24"),
+	netip.MustParsePrefix("203.0.113.0/24"),
+	netip.MustParsePrefix("240.0.0.0/4"),
+	netip.MustParsePrefix("64:ff9b::/96"),   // NAT64 can reach any IPv4 address
+	netip.MustParsePrefix("64:ff9b:1::/48"), // local-use NAT64
+	netip.MustParsePrefix("2002::/16"),      // 6to4 embeds IPv4
+	netip.MustParsePrefix("2001::/32"),      // Teredo
+	netip.MustParsePrefix("2001:db8::/32"),
+	netip.MustParsePrefix("fec0::/10"), // deprecated site-local
+}
+
+// forbidden reports whether a is an address guests may not reach by
+// default: loopback, private, link-local (including cloud metadata at
+// 169.254.169.254), multicast, unspecified, reserved, and any IPv4-mapped or
+// translated form of those.
+func forbidden(a netip.Addr) bool {
+	if a.Is4In6() {
+		return true // mapped forms are refused whatever they map to
+	}
+	if a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
+		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() || !a.IsValid() {
+		return true
+	}
+	if a.Is4() && a == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
+		return true
+	}
+	for _, p := range extraForbidden {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// addrAllowed reports whether the client may connect to a:port.
+func (g *netGuard) addrAllowed(a netip.Addr, port int) bool {
+	if !forbidden(a) {
+		return true
+	}
+	for _, r := range g.rules {
+		if ra, err := netip.ParseAddr(r.Host); err == nil && ra == a && (r.Port == 0 || r.Port == port) {
+			return true
+		}
+	}
+	return false
+}
+
+// dial connects to addr after resolving it and checking every address.
+// It dials the checked address itself, so DNS cannot change between check
+// and connect.
+func (g *netGuard) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, ps, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	port, err := strconv.Atoi(ps)
+	if err != nil {
+		return nil, err
+	}
+	var addrs []netip.Addr
+	if a, err := netip.ParseAddr(host); err == nil {
+		addrs = []netip.Addr{a}
+	} else {
+		if looksNumeric(host) {
+			return nil, fmt.Errorf("dial %s: %w", host, errHostNotAllowed)
+		}
+		addrs, err = g.lookup(ctx, host)
+		if err != nil {
+			return nil, err
+		}
+	}
+	var lastErr error = fmt.Errorf("dial %s: no addresses", host)
+	d := net.Dialer{Timeout: 10 * time.Second}
+	for _, a := range addrs {
+		if !g.addrAllowed(a, port) {
+			lastErr = fmt.Errorf("dial %s (%s): %w", host, a, errAddrForbidden)
+			continue
+		}
+		c, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())
+		if err == nil {
+			return c, nil
+		}
+		lastErr = err
+	}
+	return nil, lastErr
+}
+
+// transport returns an HTTP transport that dials through the guard and
+// never uses a proxy.
+func (g *netGuard) transport() *http.Transport {
+	return &http.Transport{
+		Proxy:                  nil, // proxy variables are ignored on purpose
+		DialContext:            g.dial,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ResponseHeaderTimeout:  30 * time.Second,
+		MaxResponseHeaderBytes: 64 << 10,
+		MaxIdleConns:           4,
+		IdleConnTimeout:        30 * time.Second,
+	}
+}

@@ -1,0 +1,96 @@
+package extism
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+
+	"github.com/toolhost/toolhost/plugin"
+)
+
+// callToolInput is what call_tool receives (hyper-mcp v1 shape).
+type callToolInput struct {
+	Params callToolParams `json:"params"`
+}
+
+type callToolParams struct {
+	Name      string                     `json:"name"`
+	Arguments json.RawMessage            `json:"arguments"`
+	Answers   map[string]json.RawMessage `json:"answers,omitempty"`
+}
+
+// listToolsOutput is what list_tools returns.
+type listToolsOutput struct {
+	Tools []plugin.Descriptor `json:"tools"`
+}
+
+// wireContent is one content item as a guest writes it: image and audio
+// data are base64 strings, as in MCP.
+type wireContent struct {
+	Type     string          `json:"type"`
+	Text     string          `json:"text,omitempty"`
+	Data     string          `json:"data,omitempty"`
+	MIMEType string          `json:"mimeType,omitempty"`
+	URI      string          `json:"uri,omitempty"`
+	Name     string          `json:"name,omitempty"`
+	Resource json.RawMessage `json:"resource,omitempty"`
+}
+
+// callToolOutput is what call_tool returns: an MCP CallToolResult.
+type callToolOutput struct {
+	Content           *[]wireContent   `json:"content"`
+	StructuredContent json.RawMessage  `json:"structuredContent,omitempty"`
+	IsError           bool             `json:"isError,omitempty"`
+	NeedsInput        *plugin.Question `json:"needsInput,omitempty"`
+}
+
+// decodeCallToolOutput turns guest output into a Result, or explains what is
+// wrong with it.
+func decodeCallToolOutput(out []byte) (*plugin.Result, error) {
+	var w callToolOutput
+	if err := json.Unmarshal(out, &w); err != nil {
+		return nil, fmt.Errorf("call_tool output is not a JSON CallToolResult: %v", err)
+	}
+	if w.Content == nil {
+		return nil, fmt.Errorf(`call_tool output has no "content" array`)
+	}
+	res := &plugin.Result{IsError: w.IsError, NeedsInput: w.NeedsInput}
+	if len(w.StructuredContent) > 0 && string(w.StructuredContent) != "null" {
+		if w.StructuredContent[0] != '{' {
+			return nil, fmt.Errorf(`call_tool output: "structuredContent" must be a JSON object`)
+		}
+		res.StructuredContent = w.StructuredContent
+	}
+	for i, c := range *w.Content {
+		pc := plugin.Content{Type: c.Type, Text: c.Text, MIMEType: c.MIMEType, URI: c.URI, Name: c.Name}
+		switch c.Type {
+		case "text":
+		case "image", "audio":
+			b, err := base64.StdEncoding.DecodeString(c.Data)
+			if err != nil {
+				return nil, fmt.Errorf("call_tool output: content[%d].data is not base64: %v", i, err)
+			}
+			pc.Data = b
+		case "resource_link":
+			if c.URI == "" {
+				return nil, fmt.Errorf("call_tool output: content[%d] is a resource_link without uri", i)
+			}
+		case "resource":
+			var r struct {
+				URI      string `json:"uri"`
+				MIMEType string `json:"mimeType"`
+				Text     string `json:"text"`
+			}
+			if len(c.Resource) > 0 {
+				if err := json.Unmarshal(c.Resource, &r); err != nil {
+					return nil, fmt.Errorf("call_tool output: content[%d].resource: %v", i, err)
+				}
+			}
+			pc.URI, pc.MIMEType, pc.Text = r.URI, r.MIMEType, r.Text
+		default:
+			return nil, fmt.Errorf("call_tool output: content[%d] has unknown type %q", i, c.Type)
+		}
+		res.Content = append(res.Content, pc)
+	}
+	return res, nil
+}

@@ -1,0 +1,198 @@
+//go:build wasip1
+
+// Command hostile is a test plugin for the extism adapter: well-behaved
+// tools next to tools that loop, recurse, allocate, flood output and logs,
+// escape mounts and reach for forbidden addresses.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	pdk "github.com/extism/go-pdk"
+
+	"github.com/toolhost/toolhost/shared/guest"
+)
+
+const anyObject = `{"type":"object"}`
+
+var calls int // package state: must be 1 in every call if instances are fresh
+
+type pathArgs struct {
+	Path string `json:"path"`
+	Data string `json:"data"`
+}
+
+type fetchArgs struct {
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers"`
+	Count   int               `json:"count"`
+}
+
+type sizeArgs struct {
+	N int `json:"n"`
+}
+
+func init() {
+	guest.Register(
+		guest.Func("echo", "Returns its arguments.", anyObject, func(in map[string]any) (map[string]any, error) {
+			return in, nil
+		}),
+		guest.Func("state", "Counts calls in package state.", anyObject, func(struct{}) (map[string]int, error) {
+			calls++
+			return map[string]int{"calls": calls}, nil
+		}),
+		guest.Func("loop", "Spins forever.", anyObject, func(struct{}) (int, error) {
+			n := 0
+			for {
+				n++
+			}
+		}),
+		guest.Func("recurse", "Recurses without end.", anyObject, func(struct{}) (int, error) {
+			return recurse(1), nil
+		}),
+		guest.Func("grow", "Allocates until stopped.", anyObject, func(struct{}) (int, error) {
+			var keep [][]byte
+			for {
+				b := make([]byte, 8<<20)
+				for i := range b {
+					b[i] = byte(i)
+				}
+				keep = append(keep, b)
+			}
+		}),
+		guest.Func("bigout", "Writes n bytes of output (default 1 GiB).", anyObject, func(in sizeArgs) (string, error) {
+			n := in.N
+			if n == 0 {
+				n = 1 << 30
+			}
+			chunk := []byte(strings.Repeat("x", 1<<20))
+			for n > 0 {
+				c := chunk
+				if n < len(c) {
+					c = c[:n]
+				}
+				os.Stdout.Write(c) // errors ignored on purpose: a hostile guest keeps going
+				n -= len(c)
+			}
+			return "", nil
+		}),
+		guest.Tool{Name: "blob", Description: "Returns n bytes of text.", InputSchema: json.RawMessage(anyObject),
+			Handler: func(c *guest.Call) (*guest.Result, error) {
+				var in sizeArgs
+				json.Unmarshal(c.Arguments, &in)
+				return guest.Text(strings.Repeat("y", in.N)), nil
+			}},
+		guest.Func("logspam", "Logs forever.", anyObject, func(struct{}) (int, error) {
+			for i := 0; ; i++ {
+				pdk.Log(pdk.LogInfo, fmt.Sprintf("line %d", i))
+			}
+		}),
+		guest.Func("stderrspam", "Writes to stderr forever.", anyObject, func(struct{}) (int, error) {
+			for i := 0; ; i++ {
+				fmt.Fprintf(os.Stderr, "line %d\n", i)
+			}
+		}),
+		guest.Func("log", "Logs one line.", anyObject, func(in struct{ Msg string }) (string, error) {
+			pdk.Log(pdk.LogInfo, in.Msg)
+			return "ok", nil
+		}),
+		guest.Func("read", "Reads a file.", anyObject, func(in pathArgs) (map[string]string, error) {
+			b, err := os.ReadFile(in.Path)
+			if err != nil {
+				return map[string]string{"error": err.Error()}, nil
+			}
+			return map[string]string{"content": string(b)}, nil
+		}),
+		guest.Func("write", "Writes a file.", anyObject, func(in pathArgs) (map[string]string, error) {
+			if err := os.WriteFile(in.Path, []byte(in.Data), 0o644); err != nil {
+				return map[string]string{"error": err.Error()}, nil
+			}
+			return map[string]string{"ok": "written"}, nil
+		}),
+		guest.Func("list", "Lists a directory.", anyObject, func(in pathArgs) (map[string]any, error) {
+			ents, err := os.ReadDir(in.Path)
+			if err != nil {
+				return map[string]any{"error": err.Error()}, nil
+			}
+			var names []string
+			for _, e := range ents {
+				names = append(names, e.Name())
+			}
+			return map[string]any{"names": names}, nil
+		}),
+		guest.Func("env", "Reports the environment.", anyObject, func(struct{}) (map[string]any, error) {
+			return map[string]any{"env": os.Environ()}, nil
+		}),
+		guest.Func("fetch", "Fetches a URL count times.", anyObject, func(in fetchArgs) (map[string]any, error) {
+			if in.Count == 0 {
+				in.Count = 1
+			}
+			var resp *guest.HTTPResponse
+			var err error
+			for i := 0; i < in.Count; i++ {
+				resp, err = guest.Fetch(guest.HTTPRequest{Method: "GET", URL: in.URL, Headers: in.Headers})
+				if err != nil {
+					return map[string]any{"error": err.Error()}, nil
+				}
+			}
+			return map[string]any{"status": resp.Status, "body": string(resp.Body), "headers": resp.Headers}, nil
+		}),
+		guest.Func("pdkfetch", "Fetches a URL with Extism's own http_request.", anyObject, func(in fetchArgs) (map[string]any, error) {
+			r := pdk.NewHTTPRequest(pdk.MethodGet, in.URL).Send()
+			return map[string]any{"status": r.Status(), "body": string(r.Body())}, nil
+		}),
+		guest.Func("invoke", "Invokes another tool.", anyObject, func(in struct {
+			Name  string          `json:"name"`
+			Args  json.RawMessage `json:"args"`
+			Count int             `json:"count"`
+		}) (map[string]any, error) {
+			if in.Count == 0 {
+				in.Count = 1
+			}
+			var res *guest.Result
+			var err error
+			for i := 0; i < in.Count; i++ {
+				res, err = guest.Invoke(in.Name, in.Args)
+				if err != nil {
+					return map[string]any{"error": err.Error()}, nil
+				}
+			}
+			return map[string]any{"result": res}, nil
+		}),
+		guest.Func("setvar", "Stores n bytes in an Extism variable.", anyObject, func(in sizeArgs) (string, error) {
+			pdk.SetVar("v", make([]byte, in.N))
+			return "ok", nil
+		}),
+		guest.Func("panic", "Panics.", anyObject, func(struct{}) (int, error) {
+			panic("guest panic on purpose")
+		}),
+		guest.Func("fail", "Returns an error.", anyObject, func(struct{}) (int, error) {
+			return 0, fmt.Errorf("failing on purpose")
+		}),
+		guest.Tool{Name: "typed", Description: "Returns structured content.",
+			InputSchema:  json.RawMessage(anyObject),
+			OutputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`),
+			Handler: func(c *guest.Call) (*guest.Result, error) {
+				var in struct {
+					Break bool `json:"break"`
+				}
+				json.Unmarshal(c.Arguments, &in)
+				if in.Break {
+					return &guest.Result{Content: []guest.Content{{Type: "text", Text: "broken"}}, StructuredContent: json.RawMessage(`{"n":"not a number"}`)}, nil
+				}
+				return &guest.Result{Content: []guest.Content{{Type: "text", Text: "7"}}, StructuredContent: json.RawMessage(`{"n":7}`)}, nil
+			}},
+	)
+}
+
+//go:noinline
+func recurse(n int) int {
+	var pad [64]byte
+	pad[n%64] = byte(n)
+	return recurse(n+1) + int(pad[0])
+}
+
+func main() {}

@@ -1,0 +1,428 @@
+package extism
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	extism "github.com/extism/go-sdk"
+	"github.com/hashicorp/go-hclog"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/toolhost/toolhost/plugin"
+)
+
+type mode int
+
+const (
+	modeTools mode = iota // list_tools / call_tool
+	modeRaw               // one plain export
+)
+
+// fastIOKey is the Extism config key that tells a guest it may read its
+// input from stdin and write its output to stdout (docs/wasm.md).
+const fastIOKey = "toolhost.fast_io"
+
+// wasmTool is one tool of one wasm plugin.
+type wasmTool struct {
+	a      *Adapter
+	spec   *plugin.Spec
+	mode   mode
+	info   *moduleInfo
+	where  string
+	key    string // artifact hash + transforms
+	limits plugin.Limits
+	log    hclog.Logger
+
+	guard     *netGuard
+	transport *http.Transport
+
+	code     []byte // module bytes to compile; released after compiling
+	done     chan struct{}
+	compiled *extism.CompiledPlugin
+	compErr  error
+
+	desc plugin.Descriptor
+
+	pool     chan *instance
+	kick     chan struct{}
+	quit     chan struct{}
+	wg       sync.WaitGroup
+	closeOne sync.Once
+}
+
+var (
+	_ plugin.Tool   = (*wasmTool)(nil)
+	_ plugin.Closer = (*wasmTool)(nil)
+)
+
+func newTool(a *Adapter, spec *plugin.Spec, m mode, info *moduleInfo, code []byte, key, where string) *wasmTool {
+	lim := spec.Limits.WithDefaults(plugin.DefaultLimits())
+	t := &wasmTool{
+		a: a, spec: spec, mode: m, info: info, code: code, key: key, where: where,
+		limits: lim,
+		log:    a.log.Named(spec.Name),
+		guard:  &netGuard{rules: spec.Capabilities.Hosts, lookup: a.lookup},
+		done:   make(chan struct{}),
+		kick:   make(chan struct{}, 1),
+		quit:   make(chan struct{}),
+	}
+	t.transport = t.guard.transport()
+	if lim.Pool > 0 {
+		t.pool = make(chan *instance, lim.Pool)
+	}
+	t.desc = plugin.Descriptor{
+		Name:         spec.Name,
+		Description:  spec.Description,
+		InputSchema:  spec.InputSchema,
+		OutputSchema: spec.OutputSchema,
+	}
+	return t
+}
+
+// guestName is the tool's name inside a list_tools plugin.
+func (t *wasmTool) guestName() string {
+	if t.spec.Source.Tool != "" {
+		return t.spec.Source.Tool
+	}
+	return t.spec.Name
+}
+
+// compile runs once, in the background, from Load.
+func (t *wasmTool) compile() {
+	defer close(t.done)
+	start := time.Now()
+	cfg := map[string]string{}
+	for k, v := range t.spec.Source.Config {
+		cfg[k] = v
+	}
+	cfg[fastIOKey] = "stdio"
+	manifest := extism.Manifest{
+		Wasm:         []extism.Wasm{extism.WasmData{Data: t.code, Name: "main"}},
+		Config:       cfg,
+		AllowedHosts: nil, // Extism's http_request stays unreachable
+		Timeout:      uint64(t.limits.Timeout.Milliseconds()),
+		Memory: &extism.ManifestMemory{
+			MaxVarBytes:          t.limits.VarSize,
+			MaxHttpResponseBytes: 0,
+		},
+	}
+	rc := wazero.NewRuntimeConfig().WithCompilationCache(t.a.cache).WithCloseOnContextDone(true)
+	c, err := extism.NewCompiledPlugin(context.Background(), manifest, extism.PluginConfig{
+		RuntimeConfig: rc,
+		EnableWasi:    true,
+	}, hostFunctions())
+	t.code = nil
+	if err != nil {
+		t.compErr = plugin.Errorf(plugin.CodeToolUnavailable, "%s: compiling: %v", t.where, err)
+		t.log.Error("compile failed", "error", err)
+		return
+	}
+	t.compiled = c
+	t.log.Debug("compiled", "duration", time.Since(start), "key", t.key)
+	if t.pool != nil {
+		t.wg.Add(1)
+		go t.refill()
+	}
+}
+
+// ready waits for the compilation.
+func (t *wasmTool) ready(ctx context.Context) error {
+	select {
+	case <-t.done:
+		return t.compErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// refill keeps the pool full until the tool closes.
+func (t *wasmTool) refill() {
+	defer t.wg.Done()
+	backoff := 10 * time.Millisecond
+	for {
+		for len(t.pool) < cap(t.pool) {
+			ctx, cancel := context.WithTimeout(context.Background(), t.limits.Timeout)
+			inst, err := t.newInstance(ctx)
+			cancel()
+			if err != nil {
+				t.log.Warn("pre-instantiating", "error", err)
+				select {
+				case <-time.After(backoff):
+				case <-t.quit:
+					return
+				}
+				backoff = min(2*backoff, 5*time.Second)
+				continue
+			}
+			backoff = 10 * time.Millisecond
+			select {
+			case t.pool <- inst:
+			case <-t.quit:
+				inst.close()
+				return
+			}
+		}
+		select {
+		case <-t.kick:
+		case <-t.quit:
+			return
+		}
+	}
+}
+
+// take returns a fresh instance: from the pool if one is ready, else built
+// now.
+func (t *wasmTool) take(ctx context.Context) (*instance, error) {
+	if t.pool != nil {
+		select {
+		case inst := <-t.pool:
+			select {
+			case t.kick <- struct{}{}:
+			default:
+			}
+			return inst, nil
+		default:
+		}
+		select {
+		case t.kick <- struct{}{}:
+		default:
+		}
+	}
+	return t.newInstance(ctx)
+}
+
+// describe fills in the descriptor. A list_tools plugin is asked for it
+// unless the Spec supplies the input schema.
+func (t *wasmTool) describe(ctx context.Context) error {
+	if t.mode == modeRaw || len(t.spec.InputSchema) > 0 {
+		if len(t.desc.InputSchema) == 0 {
+			return plugin.Errorf(plugin.CodeToolUnavailable, "tool %s has no input schema", t.spec.Name)
+		}
+		return nil
+	}
+	if err := t.ready(ctx); err != nil {
+		return err
+	}
+	out, err := t.run(ctx, nil, exportListTools, []byte(`{}`))
+	if err != nil {
+		return fmt.Errorf("list_tools: %w", err)
+	}
+	var lt listToolsOutput
+	if err := json.Unmarshal(out, &lt); err != nil {
+		return plugin.Errorf(plugin.CodeOutputInvalid, "%s: list_tools output is not {\"tools\": [...]}: %v", t.where, err)
+	}
+	var names []string
+	for _, d := range lt.Tools {
+		names = append(names, d.Name)
+		if d.Name != t.guestName() {
+			continue
+		}
+		if len(d.InputSchema) == 0 {
+			return plugin.Errorf(plugin.CodeOutputInvalid, "%s: tool %q has no inputSchema", t.where, d.Name)
+		}
+		if t.desc.Description == "" {
+			t.desc.Description = d.Description
+		}
+		t.desc.Title = d.Title
+		t.desc.InputSchema = d.InputSchema
+		if len(t.desc.OutputSchema) == 0 {
+			t.desc.OutputSchema = d.OutputSchema
+		}
+		t.desc.Annotations = d.Annotations
+		return nil
+	}
+	return plugin.Errorf(plugin.CodeToolNotFound, "%s: plugin offers no tool %q (it offers %s)", t.where, t.guestName(), strings.Join(names, ", "))
+}
+
+// Descriptor implements plugin.Tool.
+func (t *wasmTool) Descriptor() plugin.Descriptor { return t.desc }
+
+// Call implements plugin.Tool: one call, one fresh instance.
+func (t *wasmTool) Call(ctx context.Context, req *plugin.Request) (*plugin.Result, error) {
+	if err := t.ready(ctx); err != nil {
+		return nil, t.wrap(ctx, err)
+	}
+	var export string
+	var input []byte
+	args := req.Arguments
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	if t.mode == modeRaw {
+		export, input = t.spec.Source.Export, args
+	} else {
+		export = exportCallTool
+		b, err := json.Marshal(callToolInput{Params: callToolParams{Name: t.guestName(), Arguments: args, Answers: req.Answers}})
+		if err != nil {
+			return nil, plugin.Errorf(plugin.CodeInvalidRequest, "arguments: %v", err)
+		}
+		input = b
+	}
+	out, err := t.run(ctx, req, export, input)
+	if err != nil {
+		var ge *guestError
+		if errors.As(err, &ge) {
+			return &plugin.Result{IsError: true, Code: plugin.CodeToolExecutionFailed, Content: []plugin.Content{plugin.Text(req.Secrets.Redact(ge.msg))}}, nil
+		}
+		return nil, t.wrap(ctx, err)
+	}
+	out = req.Secrets.RedactBytes(out)
+	if t.mode == modeRaw {
+		res := &plugin.Result{Content: []plugin.Content{plugin.Text(string(out))}}
+		if len(t.desc.OutputSchema) > 0 {
+			if !json.Valid(out) || len(out) == 0 || out[0] != '{' {
+				return nil, &plugin.Error{Code: plugin.CodeOutputInvalid, Tool: t.spec.Name,
+					Message: fmt.Sprintf("export %s declared an output schema but returned %s", export, describeBytes(out))}
+			}
+			res.StructuredContent = json.RawMessage(out)
+		}
+		return res, nil
+	}
+	res, err := decodeCallToolOutput(out)
+	if err != nil {
+		return nil, &plugin.Error{Code: plugin.CodeOutputInvalid, Tool: t.spec.Name, Message: err.Error()}
+	}
+	if res.IsError {
+		res.Code = plugin.CodeToolExecutionFailed
+	}
+	return res, nil
+}
+
+func describeBytes(b []byte) string {
+	if len(b) == 0 {
+		return "nothing"
+	}
+	if len(b) > 64 {
+		return fmt.Sprintf("%d bytes that are not a JSON object (%q…)", len(b), b[:64])
+	}
+	return fmt.Sprintf("%q, which is not a JSON object", b)
+}
+
+// wrap gives err the tool's name and the right code.
+func (t *wasmTool) wrap(ctx context.Context, err error) error {
+	var pe *plugin.Error
+	if errors.As(err, &pe) {
+		if pe.Tool == "" {
+			c := *pe
+			c.Tool = t.spec.Name
+			return &c
+		}
+		return pe
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &plugin.Error{Code: plugin.CodeToolExecutionTimeout, Tool: t.spec.Name, Message: err.Error(), Err: err}
+	}
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	return &plugin.Error{Code: plugin.CodeToolExecutionFailed, Tool: t.spec.Name, Message: err.Error(), Err: err}
+}
+
+// guestError is an error the guest reported itself (Extism error_set); the
+// call completed and the tool is fine.
+type guestError struct{ msg string }
+
+func (e *guestError) Error() string { return e.msg }
+
+// run calls export in a fresh instance and returns its output. req is nil
+// for the host's own calls (list_tools).
+func (t *wasmTool) run(ctx context.Context, req *plugin.Request, export string, input []byte) ([]byte, error) {
+	if req == nil {
+		req = &plugin.Request{Name: t.spec.Name, Spec: t.spec, Secrets: plugin.NewSecrets(nil), Log: t.log}
+	}
+	if req.Secrets == nil {
+		r := *req
+		r.Secrets = plugin.NewSecrets(nil)
+		req = &r
+	}
+	inst, err := t.take(ctx)
+	if err != nil {
+		var pe *plugin.Error
+		if errors.As(err, &pe) {
+			return nil, err
+		}
+		return nil, plugin.Errorf(plugin.CodeToolUnavailable, "%v", err)
+	}
+	defer inst.close()
+	cctx, cancel := context.WithTimeout(ctx, t.limits.Timeout)
+	defer cancel()
+	inst.begin(cctx, req, cancel)
+	inst.stdin.Reset(input)
+	rc, out, err := inst.p.CallWithContext(context.WithValue(cctx, instKey{}, inst), export, input)
+	if ae := inst.aborted(); ae != nil {
+		return nil, ae
+	}
+	if inst.mem.hit.Load() {
+		return nil, plugin.LimitError("memory", "the tool needed more than its %s memory limit", plugin.FormatSize(t.limits.Memory))
+	}
+	if err != nil {
+		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, ctx.Err()
+		}
+		var exit *sys.ExitError
+		if cctx.Err() != nil || (errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded) {
+			return nil, plugin.Errorf(plugin.CodeToolExecutionTimeout, "the tool did not finish within %s", t.limits.Timeout)
+		}
+		msg := err.Error()
+		switch {
+		case strings.Contains(msg, "Variable store is full"):
+			return nil, plugin.LimitError("var_size", "the tool's variables exceed the %s limit", plugin.FormatSize(t.limits.VarSize))
+		case errors.As(err, &exit):
+			return nil, plugin.Errorf(plugin.CodeToolExecutionFailed, "the tool exited with code %d%s", exit.ExitCode(), inst.stderr.tail())
+		case strings.Contains(msg, "wasm error") || strings.Contains(msg, "wasm stack trace") || strings.Contains(msg, "recovered by wazero"):
+			return nil, plugin.Errorf(plugin.CodeToolExecutionFailed, "the tool crashed: %s%s", req.Secrets.Redact(firstLine(msg)), inst.stderr.tail())
+		case strings.HasPrefix(msg, "unknown function"), strings.HasPrefix(msg, "module is closed"):
+			return nil, plugin.Errorf(plugin.CodeToolExecutionFailed, "%s", msg)
+		}
+		return nil, &guestError{msg: msg}
+	}
+	if rc != 0 {
+		return nil, &guestError{msg: fmt.Sprintf("%s returned status %d%s", export, rc, inst.stderr.tail())}
+	}
+	if len(out) == 0 && inst.stdout.buf.Len() > 0 {
+		out = inst.stdout.buf.Bytes()
+	}
+	if int64(len(out)) > t.limits.Output {
+		return nil, plugin.LimitError("output", "the tool's output (%s) exceeds the %s output limit", plugin.FormatSize(int64(len(out))), plugin.FormatSize(t.limits.Output))
+	}
+	return out, nil
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// Close stops the pool and frees compiled code.
+func (t *wasmTool) Close() error {
+	t.closeOne.Do(func() {
+		close(t.quit)
+		<-t.done
+		t.wg.Wait()
+		if t.pool != nil {
+			for {
+				select {
+				case inst := <-t.pool:
+					inst.close()
+					continue
+				default:
+				}
+				break
+			}
+		}
+		if t.compiled != nil {
+			_ = t.compiled.Close(context.Background())
+		}
+		t.transport.CloseIdleConnections()
+	})
+	return nil
+}

@@ -1,0 +1,215 @@
+// Package guest is what a Go wasm tool imports: a tool is a typed function
+// plus a JSON schema, and the package provides the list_tools and call_tool
+// exports of toolhost's guest contract (docs/wasm.md), reading input and
+// writing output at memory speed over WASI stdio when the host offers it.
+//
+// A plugin registers its tools in init and has an empty main:
+//
+//	func init() {
+//		guest.Register(guest.Func("add", "Adds two numbers.", addSchema,
+//			func(in struct{ A, B int }) (int, error) { return in.A + in.B, nil }))
+//	}
+//
+//	func main() {}
+//
+// Build it with the standard toolchain:
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o tool.wasm .
+//
+// The registry is package state because a wasm module is one plugin: Register
+// is meant to be called from init, before the host calls any export.
+package guest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// Tool is one tool of a plugin.
+type Tool struct {
+	Name        string
+	Title       string
+	Description string
+	// InputSchema is the JSON Schema of the arguments object.
+	InputSchema json.RawMessage
+	// OutputSchema, if set, describes StructuredContent.
+	OutputSchema json.RawMessage
+	// ReadOnly is the readOnlyHint annotation.
+	ReadOnly bool
+	// Handler runs one call.
+	Handler func(c *Call) (*Result, error)
+}
+
+// Call is one call as a tool sees it.
+type Call struct {
+	// Name is the tool name.
+	Name string `json:"name"`
+	// Arguments is the JSON object the caller sent.
+	Arguments json.RawMessage `json:"arguments"`
+	// Answers holds the caller's answers to a question the tool asked in an
+	// earlier round (Result.NeedsInput), keyed by question ID.
+	Answers map[string]json.RawMessage `json:"answers,omitempty"`
+}
+
+// Question is what a tool asks when it needs the caller's input before it
+// can go on; the caller calls again with Call.Answers.
+type Question struct {
+	ID   string `json:"id"`
+	Text string `json:"text"`
+	// Type is "boolean", "text" or "select".
+	Type    string   `json:"type"`
+	Options []string `json:"options,omitempty"`
+}
+
+// Content is one item of a result, shaped like MCP content.
+type Content struct {
+	Type     string `json:"type"`
+	Text     string `json:"text,omitempty"`
+	Data     []byte `json:"data,omitempty"` // base64 in JSON
+	MIMEType string `json:"mimeType,omitempty"`
+	URI      string `json:"uri,omitempty"`
+	Name     string `json:"name,omitempty"`
+}
+
+// Result is what a tool returns: an MCP CallToolResult.
+type Result struct {
+	Content           []Content       `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+	IsError           bool            `json:"isError,omitempty"`
+	// NeedsInput asks the caller a question (a toolhost extension of the
+	// MCP result).
+	NeedsInput *Question `json:"needsInput,omitempty"`
+}
+
+// Text returns a result holding one text item.
+func Text(s string) *Result { return &Result{Content: []Content{{Type: "text", Text: s}}} }
+
+// Errorf returns a result with IsError set: the call worked, the tool
+// reports a failure the model should see.
+func Errorf(format string, args ...any) *Result {
+	r := Text(fmt.Sprintf(format, args...))
+	r.IsError = true
+	return r
+}
+
+// Func makes a typed tool. The arguments are decoded into In; Out is
+// returned both as structuredContent (when it encodes to a JSON object) and
+// as JSON text. schema is the JSON Schema of In.
+func Func[In, Out any](name, description, schema string, fn func(In) (Out, error)) Tool {
+	if !json.Valid([]byte(schema)) {
+		panic(fmt.Sprintf("guest.Func(%q): schema is not valid JSON", name))
+	}
+	return Tool{
+		Name:        name,
+		Description: description,
+		InputSchema: json.RawMessage(schema),
+		Handler: func(c *Call) (*Result, error) {
+			var in In
+			if len(c.Arguments) > 0 {
+				if err := json.Unmarshal(c.Arguments, &in); err != nil {
+					return Errorf("invalid arguments: %v", err), nil
+				}
+			}
+			out, err := fn(in)
+			if err != nil {
+				return nil, err
+			}
+			b, err := json.Marshal(out)
+			if err != nil {
+				return nil, err
+			}
+			r := Text(string(b))
+			if len(b) > 0 && b[0] == '{' {
+				r.StructuredContent = b
+			}
+			return r, nil
+		},
+	}
+}
+
+var registry = map[string]Tool{}
+
+// Register adds tools to the plugin. It panics on a duplicate or nameless
+// tool: that is a bug in the plugin.
+func Register(tools ...Tool) {
+	for _, t := range tools {
+		if t.Name == "" || t.Handler == nil {
+			panic("guest.Register: a tool needs a Name and a Handler")
+		}
+		if _, dup := registry[t.Name]; dup {
+			panic(fmt.Sprintf("guest.Register: tool %q registered twice", t.Name))
+		}
+		if len(t.InputSchema) == 0 {
+			t.InputSchema = json.RawMessage(`{"type":"object"}`)
+		}
+		registry[t.Name] = t
+	}
+}
+
+type descriptor struct {
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  *annotations    `json:"annotations,omitempty"`
+}
+
+type annotations struct {
+	ReadOnlyHint bool `json:"readOnlyHint,omitempty"`
+}
+
+// ListTools returns the list_tools output for the registered tools.
+func ListTools() []byte {
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := struct {
+		Tools []descriptor `json:"tools"`
+	}{Tools: []descriptor{}}
+	for _, n := range names {
+		t := registry[n]
+		d := descriptor{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema}
+		if t.ReadOnly {
+			d.Annotations = &annotations{ReadOnlyHint: true}
+		}
+		out.Tools = append(out.Tools, d)
+	}
+	b, _ := json.Marshal(out)
+	return b
+}
+
+// ErrUnknownTool is returned by CallTool for a name no tool was registered
+// under.
+var ErrUnknownTool = errors.New("unknown tool")
+
+// CallTool runs the call_tool input against the registered tools and
+// returns the call_tool output. An error means the call could not run at
+// all; a tool's own failure is a Result with IsError.
+func CallTool(input []byte) ([]byte, error) {
+	var req struct {
+		Params Call `json:"params"`
+	}
+	if err := json.Unmarshal(input, &req); err != nil {
+		return nil, fmt.Errorf("call_tool input: %w", err)
+	}
+	t, ok := registry[req.Params.Name]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownTool, req.Params.Name)
+	}
+	res, err := t.Handler(&req.Params)
+	if err != nil {
+		return nil, err
+	}
+	if res == nil {
+		res = &Result{}
+	}
+	if res.Content == nil {
+		res.Content = []Content{}
+	}
+	return json.Marshal(res)
+}

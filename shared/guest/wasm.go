@@ -1,0 +1,139 @@
+//go:build wasip1
+
+package guest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	pdk "github.com/extism/go-pdk"
+)
+
+// fastIO reports whether the host offers input on stdin and takes output
+// from stdout (toolhost does; other Extism hosts do not).
+func fastIO() bool {
+	v, ok := pdk.GetConfig("toolhost.fast_io")
+	return ok && v == "stdio"
+}
+
+// input returns the export's input by the fastest path available.
+func input(fast bool) []byte {
+	if fast {
+		b, err := io.ReadAll(os.Stdin)
+		if err == nil {
+			return b
+		}
+	}
+	return pdk.Input()
+}
+
+// output sets the export's output by the fastest path available. On the
+// fast path the Extism output stays empty, which tells the host to take
+// stdout.
+func output(fast bool, b []byte) {
+	if fast && len(b) > 0 {
+		if _, err := os.Stdout.Write(b); err == nil {
+			return
+		}
+	}
+	pdk.Output(b)
+}
+
+//go:wasmexport list_tools
+func listToolsExport() int32 {
+	output(fastIO(), ListTools())
+	return 0
+}
+
+//go:wasmexport call_tool
+func callToolExport() int32 {
+	fast := fastIO()
+	out, err := CallTool(input(fast))
+	if err != nil {
+		pdk.SetError(err)
+		return 1
+	}
+	output(fast, out)
+	return 0
+}
+
+// Log writes a log entry through the host (capped per call by the host).
+func Log(level pdk.LogLevel, msg string) { pdk.Log(level, msg) }
+
+//go:wasmimport extism:host/user toolhost_http_request
+func hostHTTP(uint64) uint64
+
+//go:wasmimport extism:host/user toolhost_invoke
+func hostInvoke(uint64) uint64
+
+func hostCall(f func(uint64) uint64, in any, out any) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	mem := pdk.AllocateBytes(b)
+	defer mem.Free()
+	off := f(mem.Offset())
+	if off == 0 {
+		return fmt.Errorf("host returned nothing")
+	}
+	rm := pdk.FindMemory(off)
+	defer rm.Free()
+	return json.Unmarshal(rm.ReadBytes(), out)
+}
+
+// HTTPRequest is an outgoing request. Header values may name secrets the
+// tool was granted as $NAME; the host substitutes them. The guest never sees
+// the values.
+type HTTPRequest struct {
+	Method  string            `json:"method"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Body    []byte            `json:"body,omitempty"`
+}
+
+// HTTPResponse is the host's answer. Secret values in it are redacted.
+type HTTPResponse struct {
+	Status  int               `json:"status,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Body    []byte            `json:"body,omitempty"`
+	Error   string            `json:"error,omitempty"`
+	Code    string            `json:"code,omitempty"`
+}
+
+// Fetch sends an HTTP request through the host, which enforces the tool's
+// network allowlist. A refused or failed request is an error carrying the
+// host's code (CAPABILITY_DENIED, LIMIT_EXCEEDED, ...).
+func Fetch(req HTTPRequest) (*HTTPResponse, error) {
+	var resp HTTPResponse
+	if err := hostCall(hostHTTP, req, &resp); err != nil {
+		return nil, err
+	}
+	if resp.Error != "" {
+		return &resp, fmt.Errorf("%s: %s", resp.Code, resp.Error)
+	}
+	return &resp, nil
+}
+
+// Invoke calls another tool through the host's pipeline; the callee's own
+// policy applies.
+func Invoke(name string, arguments any) (*Result, error) {
+	args, err := json.Marshal(arguments)
+	if err != nil {
+		return nil, err
+	}
+	var resp struct {
+		Result *Result `json:"result"`
+		Error  string  `json:"error"`
+		Code   string  `json:"code"`
+	}
+	if err := hostCall(hostInvoke, map[string]any{"name": name, "arguments": json.RawMessage(args)}, &resp); err != nil {
+		return nil, err
+	}
+	if resp.Error != "" {
+		return nil, fmt.Errorf("%s: %s", resp.Code, resp.Error)
+	}
+	return resp.Result, nil
+}
