@@ -1,7 +1,10 @@
 package toolhost
 
 import (
+	"path/filepath"
+
 	"github.com/hashicorp/go-hclog"
+	"github.com/toolhost/toolhost/extism"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/plugin/config"
 )
@@ -15,5 +18,12 @@ type builtinAdapter struct {
 // builtinAdapters lists the adapters this build of toolhost has, in load
 // order. Only the kinds a configuration uses are built.
 func builtinAdapters() []builtinAdapter {
-	return nil
+	return []builtinAdapter{
+		{kind: extism.Kind, build: func(cfg *config.Config, log hclog.Logger) (plugin.Adapter, error) {
+			return extism.New(extism.Config{
+				CacheDir: filepath.Join(cfg.Host.CacheDir, "wasm"),
+				Logger:   log,
+			})
+		}},
+	}
 }

@@ -42,6 +42,15 @@ type callToolOutput struct {
 	StructuredContent json.RawMessage  `json:"structuredContent,omitempty"`
 	IsError           bool             `json:"isError,omitempty"`
 	NeedsInput        *plugin.Question `json:"needsInput,omitempty"`
+	Code              plugin.Code      `json:"code,omitempty"`
+}
+
+// guestCodes are the error codes a guest may report for its own failures;
+// the others describe what only the host can know (timeouts, approvals).
+var guestCodes = map[plugin.Code]bool{
+	plugin.CodeInvalidRequest: true, plugin.CodeFileNotFound: true, plugin.CodeFileTooLarge: true,
+	plugin.CodePermissionDenied: true, plugin.CodeCapabilityDenied: true, plugin.CodeLimitExceeded: true,
+	plugin.CodeToolExecutionFailed: true,
 }
 
 // decodeCallToolOutput turns guest output into a Result, or explains what is
@@ -55,6 +64,9 @@ func decodeCallToolOutput(out []byte) (*plugin.Result, error) {
 		return nil, fmt.Errorf(`call_tool output has no "content" array`)
 	}
 	res := &plugin.Result{IsError: w.IsError, NeedsInput: w.NeedsInput}
+	if w.IsError && guestCodes[w.Code] {
+		res.Code = w.Code
+	}
 	if len(w.StructuredContent) > 0 && string(w.StructuredContent) != "null" {
 		if w.StructuredContent[0] != '{' {
 			return nil, fmt.Errorf(`call_tool output: "structuredContent" must be a JSON object`)

@@ -81,6 +81,22 @@ type Result struct {
 	// NeedsInput asks the caller a question (a toolhost extension of the
 	// MCP result).
 	NeedsInput *Question `json:"needsInput,omitempty"`
+	// Code is the stable error code of a failed call (a toolhost extension
+	// of the MCP result), e.g. "FILE_NOT_FOUND"; see ErrorCode. Empty means
+	// TOOL_EXECUTION_FAILED when IsError is set.
+	Code string `json:"code,omitempty"`
+}
+
+// ErrorCode returns a failed result carrying one of toolhost's stable error
+// codes, so that the caller (and a model) can tell "no such file" from a
+// crash. The host accepts the codes a tool can know about — INVALID_REQUEST,
+// FILE_NOT_FOUND, FILE_TOO_LARGE, PERMISSION_DENIED, CAPABILITY_DENIED,
+// LIMIT_EXCEEDED, TOOL_EXECUTION_FAILED — and treats any other as
+// TOOL_EXECUTION_FAILED.
+func ErrorCode(code, format string, args ...any) *Result {
+	r := Errorf(format, args...)
+	r.Code = code
+	return r
 }
 
 // Text returns a result holding one text item.
