@@ -152,9 +152,29 @@ func (h *Host) run(ctx context.Context, call Call, caller *entry, parent *callFr
 	}
 	res, err := h.execute(ctx, e, req)
 	if err != nil {
-		return nil, err
+		return nil, redactError(call.Name, secrets, err)
 	}
 	return h.finish(ctx, e, call, secrets, res)
+}
+
+// redactError returns err with the call's secret values replaced in its
+// message, so that a tool cannot leak a secret through an error text. The
+// cause stays reachable for errors.Is and errors.As; only the text changes.
+func redactError(tool string, secrets *Secrets, err error) error {
+	if secrets == nil || len(secrets.values) == 0 {
+		return err
+	}
+	e := asError(tool, err)
+	msg := e.Message
+	if msg == "" && e.Err != nil {
+		msg = e.Err.Error()
+	}
+	if r := secrets.Redact(msg); r != msg {
+		c := *e
+		c.Message = r
+		return &c
+	}
+	return e
 }
 
 // normalizeArguments checks that raw is a JSON object within max bytes and
@@ -242,7 +262,7 @@ func (h *Host) execute(ctx context.Context, e *entry, req *Request) (*Result, er
 		var o outcome
 		defer func() {
 			if p := recover(); p != nil {
-				req.Log.Error("tool panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				req.Log.Error("tool panicked", "panic", req.Secrets.Redact(fmt.Sprint(p)), "stack", string(debug.Stack()))
 				o = outcome{err: Errorf(CodeToolExecutionFailed, "tool %q crashed: %v", req.Name, p)}
 			}
 			done <- o
@@ -289,10 +309,19 @@ func (h *Host) finish(ctx context.Context, e *entry, call Call, secrets *Secrets
 		}
 	}
 	if len(out.StructuredContent) > 0 {
-		out.StructuredContent = secrets.RedactBytes(out.StructuredContent)
+		out.StructuredContent = secrets.redactJSON(out.StructuredContent)
 	}
 
 	if out.NeedsInput != nil {
+		q := *out.NeedsInput
+		q.Text = secrets.Redact(q.Text)
+		if len(q.Options) > 0 {
+			q.Options = slices.Clone(q.Options)
+			for i := range q.Options {
+				q.Options[i] = secrets.Redact(q.Options[i])
+			}
+		}
+		out.NeedsInput = &q
 		if err := checkQuestion(out.NeedsInput); err != nil {
 			return nil, Errorf(CodeOutputInvalid, "tool %q asked an invalid question: %v", call.Name, err)
 		}

@@ -3,8 +3,10 @@ package plugin
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"sort"
@@ -74,6 +76,10 @@ type Secrets struct {
 	// order of values for redaction: longest first, so that a secret that
 	// contains another is redacted whole.
 	byLen []string
+	// forms holds, per name, the value as it may appear in output: raw,
+	// and JSON-escaped the ways common encoders escape it (a password
+	// with '"' or '<' in a JSON text looks different from the raw value).
+	forms map[string][]string
 }
 
 // NewSecrets returns a Secrets holding values by name.
@@ -88,7 +94,32 @@ func NewSecrets(values map[string]string) *Secrets {
 	sort.SliceStable(s.byLen, func(i, j int) bool {
 		return len(s.values[s.byLen[i]]) > len(s.values[s.byLen[j]])
 	})
+	s.forms = make(map[string][]string, len(values))
+	for n, v := range values {
+		if v == "" {
+			continue
+		}
+		forms := []string{v}
+		for _, html := range []bool{true, false} {
+			if q := jsonEscape(v, html); !slices.Contains(forms, q) {
+				forms = append(forms, q)
+			}
+		}
+		s.forms[n] = forms
+	}
 	return s
+}
+
+// jsonEscape returns v as it appears inside a JSON string.
+func jsonEscape(v string, html bool) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(html)
+	if err := enc.Encode(v); err != nil {
+		return v
+	}
+	q := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	return string(q[1 : len(q)-1])
 }
 
 // Names returns the names of the secrets held, sorted.
@@ -124,18 +155,17 @@ func (s *Secrets) Expand(str string) string {
 }
 
 // Redact replaces every occurrence of a held secret's value with
-// [REDACTED:NAME].
+// [REDACTED:NAME]. A value is also found JSON-escaped, as it appears in a
+// JSON text a tool printed.
 func (s *Secrets) Redact(str string) string {
 	if s == nil || len(s.values) == 0 {
 		return str
 	}
 	for _, n := range s.byLen {
-		v := s.values[n]
-		if v == "" {
-			continue
-		}
-		if strings.Contains(str, v) {
-			str = strings.ReplaceAll(str, v, "[REDACTED:"+n+"]")
+		for _, v := range s.forms[n] {
+			if strings.Contains(str, v) {
+				str = strings.ReplaceAll(str, v, "[REDACTED:"+n+"]")
+			}
 		}
 	}
 	return str
@@ -148,13 +178,66 @@ func (s *Secrets) RedactBytes(b []byte) []byte {
 		return b
 	}
 	for _, n := range s.byLen {
-		v := s.values[n]
-		if v == "" {
-			continue
-		}
-		if bytes.Contains(b, []byte(v)) {
-			b = bytes.ReplaceAll(b, []byte(v), []byte("[REDACTED:"+n+"]"))
+		for _, v := range s.forms[n] {
+			if bytes.Contains(b, []byte(v)) {
+				b = bytes.ReplaceAll(b, []byte(v), []byte("[REDACTED:"+n+"]"))
+			}
 		}
 	}
 	return b
+}
+
+// redactJSON redacts a JSON document: every string in it, keys included,
+// is redacted after decoding, so a value is found however the producer
+// escaped it (\u003c, \/, \u00e9 ...). The document is re-encoded only when
+// something was redacted; otherwise doc itself is returned. A document that
+// is not valid JSON is redacted with RedactBytes.
+func (s *Secrets) redactJSON(doc []byte) []byte {
+	if s == nil || len(s.values) == 0 {
+		return doc
+	}
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.Decode(new(any)) != io.EOF {
+		return s.RedactBytes(doc)
+	}
+	v, changed := s.redactValue(v)
+	if !changed {
+		return doc
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return s.RedactBytes(doc)
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+func (s *Secrets) redactValue(v any) (any, bool) {
+	switch t := v.(type) {
+	case string:
+		r := s.Redact(t)
+		return r, r != t
+	case []any:
+		changed := false
+		for i := range t {
+			var c bool
+			t[i], c = s.redactValue(t[i])
+			changed = changed || c
+		}
+		return t, changed
+	case map[string]any:
+		changed := false
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			rk := s.Redact(k)
+			re, c := s.redactValue(e)
+			changed = changed || c || rk != k
+			out[rk] = re
+		}
+		return out, changed
+	}
+	return v, false
 }
