@@ -160,8 +160,8 @@ type Client struct {
 }
 
 // ListTools returns the plugin's raw tools/list JSON.
-func (c *Client) ListTools(ctx context.Context) ([]byte, error) {
-	r, err := c.rpc.ListTools(ctx, &pluginv1.ListToolsRequest{})
+func (c *Client) ListTools(ctx context.Context, opts ...grpc.CallOption) ([]byte, error) {
+	r, err := c.rpc.ListTools(ctx, &pluginv1.ListToolsRequest{}, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -169,8 +169,9 @@ func (c *Client) ListTools(ctx context.Context) ([]byte, error) {
 }
 
 // CallTool sends a raw tools/call request and returns the raw result JSON.
-func (c *Client) CallTool(ctx context.Context, request []byte) ([]byte, error) {
-	r, err := c.rpc.CallTool(ctx, &pluginv1.CallToolRequest{Json: request})
+// opts can raise gRPC's 4 MiB receive limit for large results.
+func (c *Client) CallTool(ctx context.Context, request []byte, opts ...grpc.CallOption) ([]byte, error) {
+	r, err := c.rpc.CallTool(ctx, &pluginv1.CallToolRequest{Json: request}, opts...)
 	if err != nil {
 		return nil, err
 	}

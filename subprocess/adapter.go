@@ -1,0 +1,254 @@
+package subprocess
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/toolhost/toolhost/plugin"
+)
+
+// Kind is the source kind this adapter handles.
+const Kind = "subprocess"
+
+// Config configures an [Adapter]. The zero value of every field but Logger
+// means "use the default".
+type Config struct {
+	// Logger is the root logger; the adapter logs under "subprocess".
+	Logger hclog.Logger
+	// ScratchDir is where per-process scratch directories (the plugin's
+	// working directory, HOME and TMPDIR) and go-plugin socket directories
+	// are created; created 0700 if missing. Keep it short: unix socket paths
+	// are limited to 108 bytes. Default: a fresh directory under os.TempDir().
+	ScratchDir string
+	// ShimPath is the executable re-executed as the sandbox shim; it must
+	// call MaybeRunShim first thing in main. Default: os.Executable(). Tests
+	// point it at the test binary, whose TestMain calls MaybeRunShim.
+	ShimPath string
+	// PluginDir, when set, confines plugin paths: relative paths are taken
+	// inside it and no path may resolve (through "../" or symlinks) outside.
+	PluginDir string
+	// AllowUnpinned lets plugins without a sha256 pin load (with a warning).
+	// By default an unpinned plugin is refused, and the error names the
+	// binary's current sha256 so the operator can pin it.
+	AllowUnpinned bool
+	// StartTimeout bounds the start and go-plugin handshake. Default 5s.
+	StartTimeout time.Duration
+	// KillGrace is how long a plugin has between SIGTERM and SIGKILL.
+	// Default 2s.
+	KillGrace time.Duration
+	// SampleInterval is the watchdog's sampling period. Default 50ms.
+	SampleInterval time.Duration
+	// MaxProcesses and MaxThreads bound a plugin's whole process tree (the
+	// watchdog kills it beyond them). Defaults 64 and 512.
+	MaxProcesses int
+	MaxThreads   int
+	// CPUSeconds is the CPU time budget of one plugin process over its life:
+	// RLIMIT_CPU for each process, and for the whole tree in the watchdog.
+	// Default 600.
+	CPUSeconds uint64
+	// MaxFileSize is RLIMIT_FSIZE, the largest file a plugin may write.
+	// Default 64 MiB.
+	MaxFileSize int64
+	// DataSlack is added to a tool's memory limit to form RLIMIT_DATA (a Go
+	// runtime maps more than it touches). Default 256 MiB.
+	DataSlack int64
+	// RestartBackoff and MaxRestartBackoff bound the delay before a crashed
+	// plugin is started again (doubling per consecutive failure). Defaults
+	// 100ms and 30s.
+	RestartBackoff    time.Duration
+	MaxRestartBackoff time.Duration
+	// SystemReadDirs are readable (and executable) by every sandboxed
+	// process, besides its own plugin directory and granted mounts.
+	// Default: /usr /lib /lib64 /lib32 /bin /sbin /etc /opt /proc /sys /dev.
+	SystemReadDirs []string
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	if c.ShimPath == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return c, fmt.Errorf("subprocess: shim executable: %w", err)
+		}
+		c.ShimPath = exe
+	}
+	if c.ScratchDir == "" {
+		d, err := os.MkdirTemp("", "toolhost-sp-")
+		if err != nil {
+			return c, fmt.Errorf("subprocess: scratch directory: %w", err)
+		}
+		c.ScratchDir = d
+	}
+	if err := os.MkdirAll(c.ScratchDir, 0o700); err != nil {
+		return c, fmt.Errorf("subprocess: scratch directory: %w", err)
+	}
+	if d, err := filepath.EvalSymlinks(c.ScratchDir); err == nil {
+		c.ScratchDir = d
+	}
+	def := func(p *time.Duration, v time.Duration) {
+		if *p <= 0 {
+			*p = v
+		}
+	}
+	def(&c.StartTimeout, 5*time.Second)
+	def(&c.KillGrace, 2*time.Second)
+	def(&c.SampleInterval, 50*time.Millisecond)
+	def(&c.RestartBackoff, 100*time.Millisecond)
+	def(&c.MaxRestartBackoff, 30*time.Second)
+	if c.MaxProcesses <= 0 {
+		c.MaxProcesses = 64
+	}
+	if c.MaxThreads <= 0 {
+		c.MaxThreads = 512
+	}
+	if c.CPUSeconds == 0 {
+		c.CPUSeconds = 600
+	}
+	if c.MaxFileSize <= 0 {
+		c.MaxFileSize = 64 << 20
+	}
+	if c.DataSlack <= 0 {
+		c.DataSlack = 256 << 20
+	}
+	if c.SystemReadDirs == nil {
+		c.SystemReadDirs = []string{"/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys", "/dev"}
+	}
+	return c, nil
+}
+
+// Adapter loads subprocess tools (go-plugin binaries) and the built-in
+// shell tools. It is safe for concurrent use. Close stops every process it
+// started; the processes also die with the host if it is killed.
+type Adapter struct {
+	cfg  Config
+	log  hclog.Logger
+	hard Hardening
+
+	mu     sync.Mutex
+	tools  []stopper
+	closed bool
+}
+
+// stopper is a loaded tool that owns processes.
+type stopper interface{ stopAll() }
+
+var _ plugin.Adapter = (*Adapter)(nil)
+
+// New returns an adapter. On Linux it makes the host a child subreaper
+// (process-wide) and probes which hardening the kernel offers; see Report.
+func New(cfg Config) (*Adapter, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	a := &Adapter{cfg: cfg, log: cfg.Logger.Named("subprocess"), hard: Report()}
+	return a, nil
+}
+
+// Kind returns "subprocess".
+func (a *Adapter) Kind() string { return Kind }
+
+// Hardening returns what this adapter enforces.
+func (a *Adapter) Hardening() Hardening { return a.hard }
+
+// Load returns the tool spec names: a go-plugin binary (Source.Path, pinned by
+// Source.SHA256) or a built-in (Source.Builtin "shell.exec" or
+// "bash.read-only"). The spec must carry the tool.exec.subprocess
+// capability. A plugin whose spec gives no InputSchema is started once here
+// to read its descriptor.
+func (a *Adapter) Load(ctx context.Context, spec *plugin.Spec) (plugin.Tool, error) {
+	if spec == nil {
+		return nil, plugin.Errorf(plugin.CodeInvalidRequest, "subprocess: nil spec")
+	}
+	if !spec.Capabilities.Subprocess {
+		return nil, &plugin.Error{Code: plugin.CodeCapabilityDenied, Tool: spec.Name,
+			Message: "subprocess tools need the tool.exec.subprocess capability, which this tool's spec does not carry"}
+	}
+	if !platformSupported {
+		return nil, &plugin.Error{Code: plugin.CodeToolUnavailable, Tool: spec.Name,
+			Message: fmt.Sprintf("subprocess tools are not available on %s", runtime.GOOS), Err: errUnsupportedPlatform}
+	}
+	a.mu.Lock()
+	closed := a.closed
+	a.mu.Unlock()
+	if closed {
+		return nil, plugin.Errorf(plugin.CodeToolUnavailable, "subprocess adapter is closed")
+	}
+	var (
+		t   plugin.Tool
+		s   stopper
+		err error
+	)
+	if spec.Source.Builtin != "" {
+		var bt *commandTool
+		bt, err = a.loadBuiltin(spec)
+		t, s = bt, bt
+	} else {
+		var pt *pluginTool
+		pt, err = a.loadPlugin(ctx, spec)
+		t, s = pt, pt
+	}
+	if err != nil {
+		var pe *plugin.Error
+		if errors.As(err, &pe) {
+			if pe.Tool == "" {
+				pe.Tool = spec.Name
+			}
+			return nil, pe
+		}
+		return nil, &plugin.Error{Code: plugin.CodeToolUnavailable, Tool: spec.Name, Message: err.Error(), Err: err}
+	}
+	a.mu.Lock()
+	a.tools = append(a.tools, s)
+	a.mu.Unlock()
+	a.log.Warn("subprocess tool loaded: it runs native code outside the wasm sandbox",
+		"tool", spec.Name, "source", sourceName(spec), "seccomp", a.hard.Seccomp,
+		"landlock_abi", a.hard.LandlockABI, "pid_namespace", a.hard.PIDNamespace,
+		"subreaper", a.hard.Subreaper)
+	return t, nil
+}
+
+func sourceName(spec *plugin.Spec) string {
+	if spec.Source.Builtin != "" {
+		return "builtin:" + spec.Source.Builtin
+	}
+	return spec.Source.Path
+}
+
+// Close stops every process the adapter started and refuses further loads.
+func (a *Adapter) Close() error {
+	a.mu.Lock()
+	tools := a.tools
+	a.tools = nil
+	a.closed = true
+	a.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, t := range tools {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t.stopAll()
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// limitsOf returns the limits of a call: the request's (already defaulted by
+// the host) or else the spec's with defaults applied.
+func limitsOf(spec *plugin.Spec, req *plugin.Request) plugin.Limits {
+	if req != nil && req.Spec != nil {
+		return req.Spec.Limits.WithDefaults(plugin.DefaultLimits())
+	}
+	return spec.Limits.WithDefaults(plugin.DefaultLimits())
+}

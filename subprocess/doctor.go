@@ -1,0 +1,87 @@
+package subprocess
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+)
+
+// Hardening says which parts of the subprocess sandbox are in force on this
+// host. `host doctor` and `host tools` print it; every subprocess tool's
+// load-time warning repeats it.
+type Hardening struct {
+	// OS is runtime.GOOS.
+	OS string
+	// Supported is false where the subprocess tier refuses to run at all.
+	Supported bool
+	// Seccomp: the shim installs its syscall filter.
+	Seccomp bool
+	// LandlockABI is the kernel's Landlock ABI version (0: none); Landlock
+	// is in force when it is at least 1.
+	LandlockABI int
+	Landlock    bool
+	// Subreaper: the host is the child subreaper of its descendants.
+	Subreaper bool
+	// PIDNamespace: each plugin is the init of its own PID namespace, so the
+	// kernel kills all its descendants when it dies.
+	PIDNamespace bool
+	// ParentDeathSignal: a plugin gets SIGKILL when the host dies.
+	ParentDeathSignal bool
+	// Missing lists, in words, what is not in force and what follows.
+	Missing []string
+}
+
+// Report probes the platform and returns what the subprocess sandbox can
+// enforce here. On Linux it makes the calling process a child subreaper.
+func Report() Hardening {
+	h := Hardening{OS: runtime.GOOS, Supported: platformSupported}
+	if !platformSupported {
+		h.Missing = append(h.Missing, fmt.Sprintf("subprocess tools are refused on %s: %v", runtime.GOOS, errUnsupportedPlatform))
+		return h
+	}
+	h.Seccomp = seccompSupported()
+	h.LandlockABI = landlockABI()
+	h.Landlock = h.LandlockABI >= 1
+	h.Subreaper = becomeSubreaper() == nil
+	h.PIDNamespace = pidNamespaceAllowed()
+	h.ParentDeathSignal = true
+	if !h.Seccomp {
+		h.Missing = append(h.Missing, "seccomp is unavailable: plugins may call setsid, ptrace, mount, unshare, bpf and keyctl")
+	}
+	if !h.Landlock {
+		h.Missing = append(h.Missing, "Landlock is unavailable (kernel without it, or not enabled at boot): plugins can write wherever the host user can")
+	} else if h.LandlockABI < 5 {
+		h.Missing = append(h.Missing, fmt.Sprintf("Landlock ABI %d < 5: some file access rights (truncate, ioctl on devices) are not restricted", h.LandlockABI))
+	}
+	if !h.Subreaper {
+		h.Missing = append(h.Missing, "cannot become child subreaper: orphaned plugin descendants re-parent to init and are found only by process group")
+	}
+	if !h.PIDNamespace {
+		h.Missing = append(h.Missing, "no PID namespaces (needs CAP_SYS_ADMIN): if the host is SIGKILLed, plugin descendants (not the plugins) can outlive it")
+	}
+	return h
+}
+
+// String formats the report for people, one fact a line.
+func (h Hardening) String() string {
+	var b strings.Builder
+	yes := func(v bool) string {
+		if v {
+			return "yes"
+		}
+		return "no"
+	}
+	fmt.Fprintf(&b, "subprocess tier on %s: %s\n", h.OS, map[bool]string{true: "supported", false: "not supported"}[h.Supported])
+	if h.Supported {
+		fmt.Fprintf(&b, "  seccomp filter:        %s\n", yes(h.Seccomp))
+		fmt.Fprintf(&b, "  landlock:              %s (ABI %d)\n", yes(h.Landlock), h.LandlockABI)
+		fmt.Fprintf(&b, "  child subreaper:       %s\n", yes(h.Subreaper))
+		fmt.Fprintf(&b, "  pid namespace:         %s\n", yes(h.PIDNamespace))
+		fmt.Fprintf(&b, "  parent-death signal:   %s\n", yes(h.ParentDeathSignal))
+		fmt.Fprintf(&b, "  rlimits:               CPU, DATA, FSIZE, NOFILE, CORE=0 (never AS)\n")
+	}
+	for _, m := range h.Missing {
+		fmt.Fprintf(&b, "  missing: %s\n", m)
+	}
+	return b.String()
+}

@@ -1,0 +1,113 @@
+package subprocess
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// errUnsupportedPlatform is the cause of every refusal off Linux.
+var errUnsupportedPlatform = errors.New("the subprocess tier's sandbox (seccomp, Landlock, subreaper, parent-death signal) exists only on Linux")
+
+// launchSpec describes one sandboxed process.
+type launchSpec struct {
+	// Exe is the absolute path of the executable.
+	Exe string
+	// File is the verified, open executable, exec'd by descriptor; nil to
+	// exec Exe by path (system programs such as /bin/sh).
+	File *os.File
+	Args []string
+	// Env is the complete environment of the process.
+	Env []string
+	// Dir is the working directory.
+	Dir string
+	// Scratch is the process's own read-write directory (HOME, TMPDIR).
+	Scratch string
+	// ReadOnly and ReadWrite are directories the process may read, or read
+	// and write, on top of the system directories.
+	ReadOnly  []string
+	ReadWrite []string
+
+	CPUSeconds uint64
+	DataBytes  uint64
+	FileBytes  uint64
+	OpenFiles  uint64
+}
+
+// command returns the exec.Cmd that starts ls through the shim. The caller
+// sets Stdin/Stdout/Stderr and starts it.
+func (a *Adapter) command(ls *launchSpec) (*exec.Cmd, error) {
+	cfg := shimConfig{
+		Exe:        ls.Exe,
+		FD:         -1,
+		Args:       ls.Args,
+		Dir:        ls.Dir,
+		CPUSeconds: ls.CPUSeconds,
+		DataBytes:  ls.DataBytes,
+		FileBytes:  ls.FileBytes,
+		OpenFiles:  ls.OpenFiles,
+		Seccomp:    a.hard.Seccomp,
+		Landlock:   a.hard.Landlock,
+		RWFiles:    []string{"/dev/null", "/dev/zero", "/dev/full"},
+	}
+	cfg.ReadOnly = append(slices.Clone(a.cfg.SystemReadDirs), filepath.Dir(ls.Exe))
+	cfg.ReadOnly = append(cfg.ReadOnly, ls.ReadOnly...)
+	cfg.ReadWrite = append([]string{ls.Scratch}, ls.ReadWrite...)
+	if ls.File != nil {
+		cfg.FD = 3 // the first of ExtraFiles
+	}
+	b, err := json.Marshal(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(a.cfg.ShimPath, shimArg, string(b))
+	cmd.Env = ls.Env
+	cmd.Dir = ls.Dir
+	cmd.SysProcAttr = sysProcAttr(a.hard.PIDNamespace)
+	if ls.File != nil {
+		cmd.ExtraFiles = []*os.File{ls.File}
+	}
+	return cmd, nil
+}
+
+// baseEnv is the environment every sandboxed process starts from: nothing of
+// the host's except the variables named in allow, plus a fixed PATH, and
+// HOME and TMPDIR pointing at the scratch directory.
+func baseEnv(scratch string, allow []string) []string {
+	env := []string{
+		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"HOME=" + scratch,
+		"TMPDIR=" + scratch,
+		"LANG=C.UTF-8",
+	}
+	seen := map[string]bool{"PATH": true, "HOME": true, "TMPDIR": true, "LANG": true}
+	for _, name := range allow {
+		if name == "" || strings.ContainsAny(name, "=\x00") {
+			continue
+		}
+		v, ok := os.LookupEnv(name)
+		if !ok {
+			continue
+		}
+		if seen[name] {
+			env = slices.DeleteFunc(env, func(e string) bool { return strings.HasPrefix(e, name+"=") })
+		}
+		seen[name] = true
+		env = append(env, name+"="+v)
+	}
+	return env
+}
+
+// scratchDir creates a fresh 0700 scratch directory for one process.
+func (a *Adapter) scratchDir(prefix string) (string, error) {
+	d, err := os.MkdirTemp(a.cfg.ScratchDir, prefix)
+	if err != nil {
+		return "", fmt.Errorf("scratch directory: %w", err)
+	}
+	return d, nil
+}

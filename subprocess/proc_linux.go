@@ -1,0 +1,298 @@
+package subprocess
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"github.com/shirou/gopsutil/v3/process"
+	"golang.org/x/sys/unix"
+
+	seccomp "github.com/elastic/go-seccomp-bpf"
+)
+
+const platformSupported = true
+
+var (
+	subreaperOnce sync.Once
+	subreaperErr  error
+)
+
+// becomeSubreaper makes the host the child subreaper of its process tree, so
+// that a plugin's descendants whose parent exits are re-parented to the host
+// (where the kill can still find them) rather than to init. It is
+// process-wide and idempotent.
+func becomeSubreaper() error {
+	subreaperOnce.Do(func() {
+		subreaperErr = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	})
+	return subreaperErr
+}
+
+var (
+	pidnsOnce sync.Once
+	pidnsOK   bool
+)
+
+// pidNamespaceAllowed reports whether the host may create PID namespaces
+// (it needs CAP_SYS_ADMIN). It is probed once with a throwaway child.
+func pidNamespaceAllowed() bool {
+	pidnsOnce.Do(func() {
+		attr := &os.ProcAttr{Sys: &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWPID}}
+		exe := "/bin/true"
+		if _, err := os.Stat(exe); err != nil {
+			exe = "/usr/bin/true"
+		}
+		p, err := os.StartProcess(exe, []string{"true"}, attr)
+		if err == nil {
+			_, _ = p.Wait()
+			pidnsOK = true
+		}
+	})
+	return pidnsOK
+}
+
+// sysProcAttr returns the attributes of a sandboxed child: its own process
+// group, SIGKILL when the host dies, and a PID namespace when allowed (the
+// kernel then kills every process of the namespace when the plugin, its
+// init, dies).
+func sysProcAttr(pidns bool) *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if pidns {
+		a.Cloneflags = unix.CLONE_NEWPID
+	}
+	return a
+}
+
+// landlockABI returns the kernel's Landlock ABI version, 0 if none.
+func landlockABI() int {
+	v, err := llsys.LandlockGetABIVersion()
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+var _ = landlock.V5 // the shim restricts with this ABI, downgraded best-effort
+
+func seccompSupported() bool { return seccomp.Supported() }
+
+// signalGroup sends sig to process group pgid.
+func signalGroup(pgid int, sig syscall.Signal) {
+	if pgid > 1 {
+		_ = unix.Kill(-pgid, sig)
+	}
+}
+
+// tree finds the processes of a plugin: root and its descendants (following
+// /proc/<pid>/task/<tid>/children, cheap enough for every watchdog sample),
+// and, when full is set, every process of the group pgid found by a scan of
+// all processes (orphans re-parented to the host when there is no PID
+// namespace).
+func tree(ctx context.Context, root, pgid int, full bool) []int {
+	seen := map[int]bool{}
+	var out []int
+	queue := []int{root}
+	if full {
+		pids, _ := process.PidsWithContext(ctx)
+		for _, p := range pids {
+			if g, err := unix.Getpgid(int(p)); err == nil && g == pgid && pgid > 1 {
+				queue = append(queue, int(p))
+			}
+		}
+	}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		if seen[pid] || pid <= 1 {
+			continue
+		}
+		seen[pid] = true
+		if !alive(pid) {
+			continue
+		}
+		out = append(out, pid)
+		queue = append(queue, children(pid)...)
+	}
+	return out
+}
+
+// children lists the direct children of pid, across all its threads.
+func children(pid int) []int {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/children")
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		return false
+	}
+	return s[i+2] != 'Z' && s[i+2] != 'X'
+}
+
+// killTree stops a plugin's process tree: SIGTERM to the group and every
+// descendant, up to grace for them to exit, then SIGKILL to the group and to
+// every process still found, repeated until none is left or ctx ends. It
+// reaps re-parented descendants that became the host's zombies.
+func killTree(ctx context.Context, root, pgid int, grace time.Duration) error {
+	procs := tree(ctx, root, pgid, true)
+	if len(procs) == 0 {
+		return nil
+	}
+	if grace > 0 {
+		signalGroup(pgid, syscall.SIGTERM)
+		for _, p := range procs {
+			_ = unix.Kill(p, syscall.SIGTERM)
+		}
+		deadline := time.Now().Add(grace)
+		for time.Now().Before(deadline) {
+			if len(tree(ctx, root, pgid, false)) == 0 && !groupAlive(pgid) {
+				return nil
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	for i := 0; ; i++ {
+		signalGroup(pgid, syscall.SIGKILL)
+		procs = tree(ctx, root, pgid, true)
+		for _, p := range procs {
+			_ = unix.Kill(p, syscall.SIGKILL)
+		}
+		reapOrphans(procs, root)
+		if len(procs) == 0 {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return errors.New("processes survived the kill: " + pidList(procs))
+		}
+		time.Sleep(time.Millisecond << min(i, 4))
+	}
+}
+
+// groupAlive reports whether any process of group pgid is still alive.
+func groupAlive(pgid int) bool {
+	return pgid > 1 && unix.Kill(-pgid, 0) == nil
+}
+
+// reapOrphans waits for the processes that were re-parented to the host
+// (which is their subreaper) so they do not linger as zombies. root is the
+// host's own child, reaped by its exec.Cmd, and is left alone.
+func reapOrphans(pids []int, root int) {
+	me := os.Getpid()
+	for _, p := range pids {
+		if p == root {
+			continue
+		}
+		if ppid(p) == me {
+			var ws unix.WaitStatus
+			_, _ = unix.Wait4(p, &ws, unix.WNOHANG, nil)
+		}
+	}
+}
+
+func ppid(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[1])
+	return n
+}
+
+func pidList(p []int) string {
+	s := make([]string, len(p))
+	for i, v := range p {
+		s[i] = strconv.Itoa(v)
+	}
+	return strings.Join(s, ",")
+}
+
+// usage is one watchdog sample of a process tree.
+type usage struct {
+	Processes int
+	Threads   int
+	RSS       uint64
+	CPU       time.Duration
+}
+
+// sample measures the tree rooted at root with gopsutil.
+func sample(ctx context.Context, root, pgid int, full bool) usage {
+	var u usage
+	for _, pid := range tree(ctx, root, pgid, full) {
+		p := &process.Process{Pid: int32(pid)}
+		u.Processes++
+		if m, err := p.MemoryInfoWithContext(ctx); err == nil {
+			u.RSS += m.RSS
+		}
+		if t, err := p.TimesWithContext(ctx); err == nil {
+			u.CPU += time.Duration((t.User + t.System) * float64(time.Second))
+		}
+		if n, err := p.NumThreadsWithContext(ctx); err == nil {
+			u.Threads += int(n)
+		}
+	}
+	return u
+}
+
+// fileKey identifies one version of a file: device, inode, size, mtime and
+// ctime. Any write changes ctime, which user space cannot set back.
+func fileKey(f *os.File) (string, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d:%d:%d:%d.%d:%d.%d", st.Dev, st.Ino, st.Size,
+		st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec), nil
+}
+
+// limitSignal names the rlimit a signal reports: SIGXCPU (RLIMIT_CPU) and
+// SIGXFSZ (RLIMIT_FSIZE).
+func limitSignal(sig syscall.Signal) string {
+	switch sig {
+	case syscall.SIGXCPU:
+		return "cpu"
+	case syscall.SIGXFSZ:
+		return "file_size"
+	}
+	return ""
+}

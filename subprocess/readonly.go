@@ -1,0 +1,218 @@
+package subprocess
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// readOnlyCommands are the programs bash.read-only runs, each with the
+// options that would make it write, delete or run another program.
+var readOnlyCommands = map[string][]string{
+	"ls": nil, "cat": nil, "grep": nil, "egrep": nil, "fgrep": nil,
+	"find": {"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"},
+	"wc": nil, "head": nil, "tail": nil, "stat": nil, "du": nil, "pwd": nil, "echo": nil,
+	"sort": {"-o", "--output", "--compress-program"},
+	"cut":  nil, "tr": nil, "diff": nil, "cmp": nil, "basename": nil, "dirname": nil,
+	"realpath": nil, "readlink": nil, "sha256sum": nil, "md5sum": nil, "nl": nil,
+	"file": {"-C", "--compile"},
+	"tree": {"-o"},
+	"true": nil, "false": nil,
+}
+
+func readOnlyCommandNames() []string {
+	names := make([]string, 0, len(readOnlyCommands))
+	for n := range readOnlyCommands {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// checkReadOnly accepts a command line only if it is a pipeline of
+// allowlisted programs with plain arguments: no ';', '&', '&&', '||',
+// newlines, command or process substitution, subshells or groups,
+// environment assignments, heredocs, or output redirections other than to
+// /dev/null and 2>&1. The error says what was refused, for the model to
+// correct its call. It is a policy check, not the containment: Landlock still
+// makes every mounted directory read-only.
+func checkReadOnly(line string) error {
+	var (
+		segments [][]string
+		words    []string
+		word     strings.Builder
+		inWord   bool
+	)
+	flush := func() {
+		if inWord {
+			words = append(words, word.String())
+			word.Reset()
+			inWord = false
+		}
+	}
+	refuse := func(what string) error {
+		return fmt.Errorf("bash.read-only refuses %s: only allowlisted read-only programs (%s), optionally piped into each other, may run",
+			what, strings.Join(readOnlyCommandNames(), ", "))
+	}
+	rs := []rune(line)
+	for i := 0; i < len(rs); i++ {
+		c := rs[i]
+		next := func(k int) rune {
+			if i+k < len(rs) {
+				return rs[i+k]
+			}
+			return 0
+		}
+		switch c {
+		case '\\':
+			if i+1 < len(rs) {
+				if rs[i+1] == '\n' {
+					return refuse("a line continuation")
+				}
+				word.WriteRune(rs[i+1])
+				inWord = true
+				i++
+			}
+		case '\'':
+			j := i + 1
+			for j < len(rs) && rs[j] != '\'' {
+				j++
+			}
+			if j >= len(rs) {
+				return refuse("an unterminated quote")
+			}
+			word.WriteString(string(rs[i+1 : j]))
+			inWord = true
+			i = j
+		case '"':
+			j := i + 1
+			for ; j < len(rs) && rs[j] != '"'; j++ {
+				switch {
+				case rs[j] == '\\' && j+1 < len(rs):
+					j++
+				case rs[j] == '`':
+					return refuse("command substitution (`...`)")
+				case rs[j] == '$' && j+1 < len(rs) && rs[j+1] == '(':
+					return refuse("command substitution ($(...))")
+				}
+			}
+			if j >= len(rs) {
+				return refuse("an unterminated quote")
+			}
+			word.WriteString(string(rs[i+1 : j]))
+			inWord = true
+			i = j
+		case ' ', '\t':
+			flush()
+		case '\n', '\r':
+			return refuse("a newline (several commands)")
+		case ';':
+			return refuse("';' (several commands)")
+		case '&':
+			if next(1) == '&' {
+				return refuse("'&&' (several commands)")
+			}
+			return refuse("'&' (background jobs or redirection)")
+		case '|':
+			if next(1) == '|' {
+				return refuse("'||' (several commands)")
+			}
+			if next(1) == '&' {
+				return refuse("'|&'")
+			}
+			flush()
+			if len(words) == 0 {
+				return refuse("an empty pipeline stage")
+			}
+			segments = append(segments, words)
+			words = nil
+		case '`':
+			return refuse("command substitution (`...`)")
+		case '$':
+			if next(1) == '(' {
+				return refuse("command substitution ($(...))")
+			}
+			word.WriteRune(c)
+			inWord = true
+		case '(', ')', '{', '}':
+			if c == '{' && inWord || c == '}' && inWord {
+				// brace in a word ("${HOME}", "a{b,c}") is expansion, not a group
+				word.WriteRune(c)
+				continue
+			}
+			return refuse(fmt.Sprintf("'%c' (subshells and command groups)", c))
+		case '<':
+			if next(1) == '(' {
+				return refuse("process substitution (<(...))")
+			}
+			if next(1) == '<' {
+				return refuse("heredocs (<<)")
+			}
+			flush()
+			words = append(words, "<")
+		case '>':
+			// Allowed: 2>&1, >/dev/null, 2>/dev/null (optionally spaced).
+			fd := ""
+			if inWord && (word.String() == "1" || word.String() == "2") {
+				fd = word.String()
+				word.Reset()
+				inWord = false
+			}
+			if next(1) == '(' {
+				return refuse("process substitution (>(...))")
+			}
+			if next(1) == '&' && next(2) == '1' && fd == "2" {
+				i += 2
+				continue
+			}
+			if next(1) == '>' || next(1) == '|' || next(1) == '&' {
+				return refuse("a redirection that writes ('>')")
+			}
+			j := i + 1
+			for j < len(rs) && rs[j] == ' ' {
+				j++
+			}
+			k := j
+			for k < len(rs) && !strings.ContainsRune(" \t|;&<>", rs[k]) {
+				k++
+			}
+			if string(rs[j:k]) != "/dev/null" {
+				return refuse("a redirection that writes ('>' to a file)")
+			}
+			i = k - 1
+		default:
+			word.WriteRune(c)
+			inWord = true
+		}
+	}
+	flush()
+	if len(words) == 0 {
+		if len(segments) > 0 {
+			return refuse("an empty pipeline stage")
+		}
+		return refuse("an empty command")
+	}
+	segments = append(segments, words)
+	for _, seg := range segments {
+		args := slices.DeleteFunc(slices.Clone(seg), func(w string) bool { return w == "<" })
+		if len(args) == 0 {
+			return refuse("a redirection without a command")
+		}
+		name := args[0]
+		if i := strings.IndexByte(name, '='); i > 0 && !strings.ContainsAny(name[:i], "/-") {
+			return refuse(fmt.Sprintf("the environment assignment %q", name))
+		}
+		denied, ok := readOnlyCommands[name]
+		if !ok {
+			return refuse(fmt.Sprintf("the program %q", name))
+		}
+		for _, a := range args[1:] {
+			for _, d := range denied {
+				if a == d || strings.HasPrefix(d, "--") && strings.HasPrefix(a, d+"=") || !strings.HasPrefix(d, "--") && len(d) == 2 && strings.HasPrefix(a, d) && !strings.HasPrefix(a, "--") {
+					return refuse(fmt.Sprintf("%s's option %s (it writes or runs other programs)", name, d))
+				}
+			}
+		}
+	}
+	return nil
+}

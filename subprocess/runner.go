@@ -1,0 +1,150 @@
+package subprocess
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-plugin/runner"
+)
+
+// procRunner is the go-plugin runner.Runner of a sandboxed plugin: it starts
+// the shim command and, unlike go-plugin's own runner (whose Kill reaches
+// only the direct child), kills the whole process tree.
+type procRunner struct {
+	cmd    *exec.Cmd
+	stdout io.ReadCloser
+	stderr *tailReader
+	name   string
+	grace  time.Duration
+	pid    int
+
+	waited chan struct{}
+	mu     sync.Mutex
+	state  *os.ProcessState
+}
+
+var _ runner.Runner = (*procRunner)(nil)
+
+func newProcRunner(cmd *exec.Cmd, name string, grace time.Duration) (*procRunner, error) {
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	return &procRunner{
+		cmd: cmd, stdout: stdout, stderr: newTailReader(stderr, 4096),
+		name: name, grace: grace, waited: make(chan struct{}),
+	}, nil
+}
+
+// Start starts the shim. The verified executable descriptor handed to the
+// child is closed in the host once the child has it.
+func (r *procRunner) Start(context.Context) error {
+	err := r.cmd.Start()
+	for _, f := range r.cmd.ExtraFiles {
+		_ = f.Close()
+	}
+	if err != nil {
+		return err
+	}
+	r.pid = r.cmd.Process.Pid
+	return nil
+}
+
+// Wait waits for the plugin process and records how it ended.
+func (r *procRunner) Wait(context.Context) error {
+	err := r.cmd.Wait()
+	r.mu.Lock()
+	r.state = r.cmd.ProcessState
+	r.mu.Unlock()
+	close(r.waited)
+	return err
+}
+
+// Kill stops the whole tree: SIGTERM, grace period, SIGKILL to the group
+// and every remaining descendant.
+func (r *procRunner) Kill(ctx context.Context) error {
+	if r.pid == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.grace+5*time.Second)
+	defer cancel()
+	return killTree(ctx, r.pid, r.pid, r.grace)
+}
+
+// Stdout is the handshake channel.
+func (r *procRunner) Stdout() io.ReadCloser { return r.stdout }
+
+// Stderr is forwarded to the host's logger by go-plugin.
+func (r *procRunner) Stderr() io.ReadCloser { return r.stderr }
+
+// Name is the plugin path.
+func (r *procRunner) Name() string { return r.name }
+
+// ID is the pid of the plugin (the shim exec'd into it).
+func (r *procRunner) ID() string {
+	if r.pid == 0 {
+		return ""
+	}
+	return strconv.Itoa(r.pid)
+}
+
+// Diagnose explains a failed handshake.
+func (r *procRunner) Diagnose(context.Context) string {
+	return fmt.Sprintf("plugin %s did not complete the go-plugin handshake; its last stderr output was:\n%s", r.name, r.stderr.Tail())
+}
+
+// PluginToHost translates nothing: plugin and host share the network.
+func (r *procRunner) PluginToHost(n, a string) (string, string, error) { return n, a, nil }
+
+// HostToPlugin translates nothing: plugin and host share the network.
+func (r *procRunner) HostToPlugin(n, a string) (string, string, error) { return n, a, nil }
+
+// exitState returns how the process ended, once Wait has returned.
+func (r *procRunner) exitState() *os.ProcessState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.state
+}
+
+// tailReader passes reads through and remembers the last bytes read, so a
+// crash can be explained ("out of memory") after the fact.
+type tailReader struct {
+	rc  io.ReadCloser
+	max int
+	mu  sync.Mutex
+	buf []byte
+}
+
+func newTailReader(rc io.ReadCloser, max int) *tailReader { return &tailReader{rc: rc, max: max} }
+
+func (t *tailReader) Read(p []byte) (int, error) {
+	n, err := t.rc.Read(p)
+	if n > 0 {
+		t.mu.Lock()
+		t.buf = append(t.buf, p[:n]...)
+		if len(t.buf) > t.max {
+			t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+		}
+		t.mu.Unlock()
+	}
+	return n, err
+}
+
+func (t *tailReader) Close() error { return t.rc.Close() }
+
+// Tail returns the last bytes read.
+func (t *tailReader) Tail() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}

@@ -1,0 +1,69 @@
+package subprocess
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+// shimArg is os.Args[1] of a process started as the shim. It is deliberately
+// unlikely to collide with a real command line.
+const shimArg = "__toolhost_subprocess_shim__"
+
+// shimExitCode is the exit status of a shim that could not set up the
+// sandbox or exec the plugin (the convention of shells for "cannot execute").
+const shimExitCode = 126
+
+// shimConfig is what the host tells the shim, as JSON in os.Args[2].
+type shimConfig struct {
+	// Exe is the path of the executable, used for argv[0] and messages.
+	Exe string `json:"exe"`
+	// FD is the open descriptor of the verified executable (exec'd through
+	// /proc/self/fd so that what runs is what was hashed), or -1 to exec Exe.
+	FD   int      `json:"fd"`
+	Args []string `json:"args,omitempty"`
+	Dir  string   `json:"dir"`
+
+	CPUSeconds uint64 `json:"cpu_seconds,omitempty"`
+	DataBytes  uint64 `json:"data_bytes,omitempty"`
+	FileBytes  uint64 `json:"file_bytes,omitempty"`
+	OpenFiles  uint64 `json:"open_files,omitempty"`
+
+	Seccomp  bool `json:"seccomp"`
+	Landlock bool `json:"landlock"`
+	// ReadOnly and ReadWrite are Landlock directory rules; RWFiles are
+	// single files (such as /dev/null) that may be written.
+	ReadOnly  []string `json:"ro,omitempty"`
+	ReadWrite []string `json:"rw,omitempty"`
+	RWFiles   []string `json:"rw_files,omitempty"`
+}
+
+// MaybeRunShim turns the current process into the subprocess sandbox shim
+// when the host started it as one, and returns immediately otherwise.
+//
+// The host binary (cmd/host, or any application embedding this package) must
+// call it as the first statement of main, before flag parsing, goroutines or
+// any other work:
+//
+//	func main() {
+//		subprocess.MaybeRunShim()
+//		os.Exit(run(os.Args[1:]))
+//	}
+//
+// When it takes over, it never returns: it applies the rlimits, Landlock rules
+// and seccomp filter described in the package documentation and execs the
+// plugin, or exits with status 126 and a message on stderr if it cannot.
+// Tests that use the test binary as the shim call it from TestMain.
+func MaybeRunShim() {
+	if len(os.Args) < 3 || os.Args[1] != shimArg {
+		return
+	}
+	var cfg shimConfig
+	if err := json.Unmarshal([]byte(os.Args[2]), &cfg); err != nil {
+		fmt.Fprintf(os.Stderr, "toolhost shim: bad configuration: %v\n", err)
+		os.Exit(shimExitCode)
+	}
+	err := runShim(&cfg) // returns only on failure
+	fmt.Fprintf(os.Stderr, "toolhost shim: %s: %v\n", cfg.Exe, err)
+	os.Exit(shimExitCode)
+}

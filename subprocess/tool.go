@@ -1,0 +1,574 @@
+package subprocess
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+	"github.com/hashicorp/go-plugin/runner"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/toolhost/toolhost/plugin"
+	"github.com/toolhost/toolhost/shared"
+)
+
+// pluginTool is one tool served by a go-plugin binary. It starts the plugin
+// on first use, keeps it while calls come, stops it when idle, and restarts
+// it (with backoff) after a crash.
+type pluginTool struct {
+	a     *Adapter
+	spec  plugin.Spec
+	inner string // the tool's name inside the plugin
+	bin   *pinnedBinary
+	log   hclog.Logger
+	desc  plugin.Descriptor
+
+	mu       sync.Mutex
+	cur      *proc
+	failures int
+	retryAt  time.Time
+	lastErr  error
+	closed   bool
+}
+
+var (
+	_ plugin.Tool         = (*pluginTool)(nil)
+	_ plugin.Availability = (*pluginTool)(nil)
+)
+
+func (a *Adapter) loadPlugin(ctx context.Context, spec *plugin.Spec) (*pluginTool, error) {
+	path, err := resolvePluginPath(a.cfg.PluginDir, spec.Source.Path)
+	if err != nil {
+		return nil, plugin.Errorf(plugin.CodeInvalidRequest, "plugin path: %v", err)
+	}
+	var sum []byte
+	if spec.Source.SHA256 == "" {
+		actual, err := FileSHA256(path)
+		if err != nil {
+			return nil, plugin.Errorf(plugin.CodeToolUnavailable, "plugin binary: %w", err)
+		}
+		if !a.cfg.AllowUnpinned {
+			return nil, plugin.Errorf(plugin.CodePermissionDenied,
+				"plugin %s is not pinned: set source sha256 = %q after checking the binary", path, actual)
+		}
+		a.log.Warn("plugin is not pinned by sha256", "tool", spec.Name, "path", path, "sha256", actual)
+		sum, _ = parsePin(actual)
+	} else if sum, err = parsePin(spec.Source.SHA256); err != nil {
+		return nil, plugin.Errorf(plugin.CodeInvalidRequest, "plugin pin: %v", err)
+	}
+	t := &pluginTool{
+		a:     a,
+		spec:  *spec,
+		inner: spec.Source.Tool,
+		bin:   &pinnedBinary{path: path, sum: sum},
+		log:   a.log.Named(spec.Name),
+	}
+	t.spec.Limits = spec.Limits.WithDefaults(plugin.DefaultLimits())
+	if t.inner == "" {
+		t.inner = spec.Name
+	}
+	t.desc = plugin.Descriptor{Name: spec.Name, Description: spec.Description,
+		InputSchema: spec.InputSchema, OutputSchema: spec.OutputSchema}
+	if len(spec.InputSchema) == 0 {
+		if err := t.describe(ctx); err != nil {
+			t.stopAll()
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// describe starts the plugin and reads the tool's descriptor from it.
+func (t *pluginTool) describe(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, t.a.cfg.StartTimeout+t.spec.Limits.Timeout)
+	defer cancel()
+	p, err := t.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer t.release(p)
+	raw, err := p.rpc.ListTools(ctx)
+	if err != nil {
+		return plugin.Errorf(plugin.CodeToolUnavailable, "plugin %s: tools/list: %v", t.bin.path, err)
+	}
+	var list shared.ListToolsResult
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return plugin.Errorf(plugin.CodeOutputInvalid, "plugin %s: tools/list returned invalid JSON: %v", t.bin.path, err)
+	}
+	names := make([]string, 0, len(list.Tools))
+	for _, d := range list.Tools {
+		names = append(names, d.Name)
+		if d.Name != t.inner {
+			continue
+		}
+		desc := plugin.Descriptor{Name: t.spec.Name, Title: d.Title, Description: d.Description,
+			InputSchema: d.InputSchema, OutputSchema: d.OutputSchema}
+		if len(d.Annotations) > 0 {
+			var an plugin.Annotations
+			if json.Unmarshal(d.Annotations, &an) == nil {
+				desc.Annotations = &an
+			}
+		}
+		if t.spec.Description != "" {
+			desc.Description = t.spec.Description
+		}
+		if len(t.spec.OutputSchema) > 0 {
+			desc.OutputSchema = t.spec.OutputSchema
+		}
+		if len(desc.InputSchema) == 0 {
+			desc.InputSchema = json.RawMessage(`{"type":"object"}`)
+		}
+		t.desc = desc
+		return nil
+	}
+	return plugin.Errorf(plugin.CodeToolNotFound, "plugin %s serves %s, not %q",
+		t.bin.path, strings.Join(names, ", "), t.inner)
+}
+
+// Descriptor returns the tool's descriptor.
+func (t *pluginTool) Descriptor() plugin.Descriptor { return t.desc }
+
+// Available reports false while a crashed plugin waits for its restart.
+func (t *pluginTool) Available() (bool, string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false, "adapter closed"
+	}
+	if t.lastErr != nil && time.Now().Before(t.retryAt) {
+		return false, fmt.Sprintf("%v; restarting in %s", t.lastErr, time.Until(t.retryAt).Round(time.Millisecond))
+	}
+	return true, ""
+}
+
+// Call runs the tool in the plugin process under the call's deadline.
+func (t *pluginTool) Call(ctx context.Context, req *plugin.Request) (*plugin.Result, error) {
+	limits := limitsOf(&t.spec, req)
+	ctx, cancel := context.WithTimeout(ctx, limits.Timeout)
+	defer cancel()
+	p, err := t.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer t.release(p)
+	args := req.Arguments
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	body, err := json.Marshal(shared.CallToolRequest{Params: shared.CallToolParams{Name: t.inner, Arguments: args}})
+	if err != nil {
+		return nil, plugin.Errorf(plugin.CodeInvalidRequest, "arguments: %v", err)
+	}
+	out, err := p.rpc.CallTool(ctx, body, grpc.MaxCallRecvMsgSize(int(min(limits.Output, 1<<30))+(64<<10)))
+	if err != nil {
+		return nil, t.callError(ctx, p, limits, err)
+	}
+	t.mu.Lock()
+	t.failures, t.lastErr = 0, nil
+	t.mu.Unlock()
+	return decodeResult(out, limits.Output)
+}
+
+// callError turns a failed RPC into the error the caller sees, and stops the
+// plugin when it is dead, wedged or over a limit.
+func (t *pluginTool) callError(ctx context.Context, p *proc, limits plugin.Limits, err error) error {
+	if r := p.reason.Load(); r != nil {
+		return r
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		e := &plugin.Error{Code: plugin.CodeToolExecutionTimeout,
+			Message: fmt.Sprintf("the call did not finish within its deadline (timeout %s); the plugin was stopped and restarts on the next call", limits.Timeout),
+			Err:     context.DeadlineExceeded}
+		t.retire(p, e, false)
+		return e
+	}
+	if ctx.Err() != nil {
+		// The caller gave up: no state survives a call, so the work it
+		// started is stopped with the plugin.
+		t.retire(p, nil, false)
+		return ctx.Err()
+	}
+	st, _ := status.FromError(err)
+	if st.Code() == codes.ResourceExhausted {
+		return plugin.LimitError("output", "the plugin's result is larger than the output limit %s", plugin.FormatSize(limits.Output))
+	}
+	if p.exitedWithin(200 * time.Millisecond) {
+		if r := p.reason.Load(); r != nil {
+			return r
+		}
+		e := t.crashError(p)
+		t.retire(p, e, true)
+		return e
+	}
+	if st.Code() == codes.Unavailable {
+		e := plugin.Errorf(plugin.CodeToolUnavailable, "plugin connection lost: %s", st.Message())
+		t.retire(p, e, true)
+		return e
+	}
+	return plugin.Errorf(plugin.CodeToolExecutionFailed, "plugin error: %s", st.Message())
+}
+
+// crashError explains how a plugin died mid-call.
+func (t *pluginTool) crashError(p *proc) *plugin.Error {
+	p.stop(0) // reap it and whatever it left behind
+	how := "exited"
+	if st := p.runner.exitState(); st != nil {
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			switch limitSignal(ws.Signal()) {
+			case "cpu":
+				return plugin.LimitError("cpu", "the plugin used up its CPU time limit (%ds)", t.a.cfg.CPUSeconds)
+			case "file_size":
+				return plugin.LimitError("file_size", "the plugin tried to write a file larger than %s", plugin.FormatSize(t.a.cfg.MaxFileSize))
+			}
+			how = "was killed by " + ws.Signal().String()
+		} else {
+			how = st.String()
+		}
+	}
+	tail := p.runner.stderr.Tail()
+	if strings.Contains(tail, "out of memory") || strings.Contains(tail, "cannot allocate memory") {
+		return plugin.LimitError("memory", "the plugin ran out of memory (limit %s)", plugin.FormatSize(t.spec.Limits.Memory))
+	}
+	return plugin.Errorf(plugin.CodeToolUnavailable, "the plugin process %s during the call; it restarts on the next call", how)
+}
+
+// decodeResult checks and converts a plugin's tools/call result.
+func decodeResult(out []byte, max int64) (*plugin.Result, error) {
+	if int64(len(out)) > max {
+		return nil, plugin.LimitError("output", "the plugin's result (%d bytes) is larger than the output limit %s", len(out), plugin.FormatSize(max))
+	}
+	var r shared.CallToolResult
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	if err := dec.Decode(&r); err != nil {
+		return nil, plugin.Errorf(plugin.CodeOutputInvalid, "the plugin returned a result that is not MCP tools/call JSON: %v", err)
+	}
+	if dec.More() {
+		return nil, plugin.Errorf(plugin.CodeOutputInvalid, "the plugin returned trailing data after its result")
+	}
+	res := &plugin.Result{StructuredContent: r.StructuredContent, IsError: r.IsError, Content: make([]plugin.Content, 0, len(r.Content))}
+	for i, c := range r.Content {
+		switch c.Type {
+		case "text", "image", "audio", "resource_link", "resource":
+		default:
+			return nil, plugin.Errorf(plugin.CodeOutputInvalid, "the plugin returned content[%d] of unknown type %q", i, c.Type)
+		}
+		res.Content = append(res.Content, plugin.Content{Type: c.Type, Text: c.Text, Data: c.Data,
+			MIMEType: c.MIMEType, URI: c.URI, Name: c.Name})
+	}
+	return res, nil
+}
+
+// acquire returns the running plugin, starting it if needed, and counts the
+// caller as active (which holds off the idle stop).
+func (t *pluginTool) acquire(ctx context.Context) (*proc, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil, plugin.Errorf(plugin.CodeToolUnavailable, "the subprocess adapter is closed")
+	}
+	if p := t.cur; p != nil {
+		if !p.isStopped() && p.runner.exitState() == nil {
+			p.active++
+			p.stopIdle()
+			return p, nil
+		}
+		t.cur = nil
+	}
+	if wait := time.Until(t.retryAt); wait > 0 {
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			return nil, plugin.Errorf(plugin.CodeToolUnavailable, "%v; restarting in %s", t.lastErr, wait.Round(time.Millisecond))
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	p, err := t.start(ctx)
+	if err != nil {
+		t.noteFailure(err)
+		var pe *plugin.Error
+		if errors.As(err, &pe) {
+			return nil, pe
+		}
+		return nil, plugin.Errorf(plugin.CodeToolUnavailable, "starting plugin %s: %w", t.bin.path, err)
+	}
+	t.cur = p
+	p.active++
+	return p, nil
+}
+
+// noteFailure schedules the next start after a failure. t.mu must be held.
+func (t *pluginTool) noteFailure(err error) {
+	t.failures++
+	d := t.a.cfg.RestartBackoff << min(t.failures-1, 20)
+	if d > t.a.cfg.MaxRestartBackoff || d <= 0 {
+		d = t.a.cfg.MaxRestartBackoff
+	}
+	t.retryAt = time.Now().Add(d)
+	t.lastErr = err
+}
+
+// release ends a caller's use of p and arms the idle stop.
+func (t *pluginTool) release(p *proc) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p.active--
+	if p.active == 0 && t.cur == p {
+		p.armIdle(t.spec.Limits.IdleTimeout, func() {
+			t.mu.Lock()
+			if t.cur != p || p.active > 0 {
+				t.mu.Unlock()
+				return
+			}
+			t.cur = nil
+			t.mu.Unlock()
+			t.log.Debug("stopping idle plugin", "pid", p.pid)
+			p.stop(t.a.cfg.KillGrace)
+		})
+	}
+}
+
+// retire stops p (now, without grace: it is dead, wedged or over a limit)
+// and, for a failure of the plugin itself, schedules the restart backoff.
+func (t *pluginTool) retire(p *proc, reason *plugin.Error, failure bool) {
+	if reason != nil {
+		p.reason.CompareAndSwap(nil, reason)
+	}
+	t.mu.Lock()
+	if t.cur == p {
+		t.cur = nil
+		if failure {
+			t.noteFailure(reason)
+		}
+	}
+	t.mu.Unlock()
+	p.stop(0)
+}
+
+// stopAll stops the plugin for good.
+func (t *pluginTool) stopAll() {
+	t.mu.Lock()
+	t.closed = true
+	p := t.cur
+	t.cur = nil
+	t.mu.Unlock()
+	if p != nil {
+		p.stop(t.a.cfg.KillGrace)
+	}
+}
+
+// proc is one running plugin process.
+type proc struct {
+	client  *goplugin.Client
+	rpc     *shared.Client
+	runner  *procRunner
+	pid     int
+	scratch string
+	log     hclog.Logger
+
+	// reason is why the host killed the process (watchdog, timeout), if it did.
+	reason atomic.Pointer[plugin.Error]
+
+	active int         // guarded by the tool's mu
+	idle   *time.Timer // guarded by the tool's mu
+
+	stopOnce sync.Once
+	stopped  chan struct{}
+}
+
+func (p *proc) isStopped() bool {
+	select {
+	case <-p.stopped:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *proc) stopIdle() {
+	if p.idle != nil {
+		p.idle.Stop()
+		p.idle = nil
+	}
+}
+
+func (p *proc) armIdle(d time.Duration, f func()) {
+	p.stopIdle()
+	p.idle = time.AfterFunc(d, f)
+}
+
+// exitedWithin reports whether the plugin process is gone, waiting up to d
+// for the host to notice (a broken connection is seen before the exit).
+func (p *proc) exitedWithin(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if p.runner.exitState() != nil || p.isStopped() || len(tree(context.Background(), p.pid, 0, false)) == 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// kill stops the process because of reason (kept for in-flight calls).
+func (p *proc) kill(reason *plugin.Error) {
+	p.reason.CompareAndSwap(nil, reason)
+	p.stop(0)
+}
+
+// stop kills the process tree (SIGTERM, grace, SIGKILL to the group and
+// every remaining descendant), lets go-plugin reap it and clean up, and
+// removes the scratch directory. Concurrent callers wait for the first.
+func (p *proc) stop(grace time.Duration) {
+	p.stopOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), grace+10*time.Second)
+		defer cancel()
+		if err := killTree(ctx, p.pid, p.pid, grace); err != nil {
+			p.log.Error("plugin processes survived the kill", "error", err)
+		}
+		p.client.Kill()
+		_ = os.RemoveAll(p.scratch)
+		close(p.stopped)
+	})
+}
+
+// start launches the plugin through the shim and completes the handshake.
+func (t *pluginTool) start(ctx context.Context) (*proc, error) {
+	a := t.a
+	f, err := t.bin.open()
+	if err != nil {
+		return nil, err
+	}
+	scratch, err := a.scratchDir("p-")
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	limits := t.spec.Limits
+	out := t.log.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info})
+	var pr *procRunner
+	cc := &goplugin.ClientConfig{
+		HandshakeConfig:  shared.Handshake,
+		Plugins:          shared.PluginSet(),
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		StartTimeout:     a.cfg.StartTimeout,
+		Logger:           t.log,
+		SkipHostEnv:      true,
+		SyncStdout:       out,
+		SyncStderr:       out,
+		UnixSocketConfig: &goplugin.UnixSocketConfig{TempDir: a.cfg.ScratchDir},
+		RunnerFunc: func(_ hclog.Logger, cmd *exec.Cmd, socketDir string) (runner.Runner, error) {
+			env := append(baseEnv(scratch, envNames(&t.spec)), cmd.Env...)
+			ls := &launchSpec{
+				Exe: t.bin.path, File: f, Args: t.spec.Source.Args, Env: env, Dir: scratch, Scratch: scratch,
+				ReadWrite:  []string{socketDir},
+				CPUSeconds: a.cfg.CPUSeconds,
+				DataBytes:  uint64(limits.Memory + a.cfg.DataSlack),
+				FileBytes:  uint64(a.cfg.MaxFileSize),
+				OpenFiles:  uint64(limits.FileDescriptors),
+			}
+			ro, rw := mountDirs(t.spec.Capabilities.Mounts)
+			ls.ReadOnly, ls.ReadWrite = ro, append(ls.ReadWrite, rw...)
+			c, err := a.command(ls)
+			if err != nil {
+				return nil, err
+			}
+			pr, err = newProcRunner(c, t.bin.path, a.cfg.KillGrace)
+			return pr, err
+		},
+	}
+	client := goplugin.NewClient(cc)
+	fail := func(err error) (*proc, error) {
+		client.Kill()
+		if pr == nil {
+			f.Close()
+		}
+		_ = os.RemoveAll(scratch)
+		if pr != nil && pr.stderr.Tail() != "" {
+			return nil, plugin.Errorf(plugin.CodeToolUnavailable, "starting plugin %s: %v (stderr: %s)", t.bin.path, err, lastLine(pr.stderr.Tail()))
+		}
+		return nil, plugin.Errorf(plugin.CodeToolUnavailable, "starting plugin %s: %v", t.bin.path, err)
+	}
+	rpcClient, err := client.Client()
+	if err != nil {
+		return fail(err)
+	}
+	raw, err := rpcClient.Dispense(shared.PluginName)
+	if err != nil {
+		return fail(err)
+	}
+	sc, ok := raw.(*shared.Client)
+	if !ok {
+		return fail(fmt.Errorf("dispensed %T, not *shared.Client", raw))
+	}
+	p := &proc{client: client, rpc: sc, runner: pr, pid: pr.pid, scratch: scratch,
+		log: t.log.With("pid", pr.pid), stopped: make(chan struct{})}
+	go t.watch(p)
+	t.log.Debug("plugin started", "pid", p.pid)
+	return p, nil
+}
+
+// watch runs the watchdog over p until it stops, and retires p when it
+// exceeds a limit or exits by itself (sweeping what it left behind).
+func (t *pluginTool) watch(p *proc) {
+	e, exited := t.a.watchTree(p.stopped, p.runner.waited, p.pid, t.spec.Limits.Memory)
+	switch {
+	case e != nil:
+		t.log.Warn("watchdog kills plugin", "pid", p.pid, "limit", e.Limit, "reason", e.Message)
+		t.retire(p, e, true)
+	case exited:
+		t.retire(p, nil, false)
+	}
+}
+
+// envNames lists the host variables a plugin receives.
+func envNames(spec *plugin.Spec) []string {
+	names := slices.Clone(spec.Source.Env)
+	for _, e := range spec.Capabilities.Env {
+		if !slices.Contains(names, e) {
+			names = append(names, e)
+		}
+	}
+	return names
+}
+
+// mountDirs splits granted mounts into Landlock read-only and read-write
+// directories.
+func mountDirs(ms []plugin.Mount) (ro, rw []string) {
+	for _, m := range ms {
+		if m.ReadOnly {
+			ro = append(ro, m.HostPath)
+		} else {
+			rw = append(rw, m.HostPath)
+		}
+	}
+	return ro, rw
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	if len(s) > 300 {
+		s = s[:300]
+	}
+	return s
+}
