@@ -139,4 +139,3 @@ func resolvePluginPath(dir, path string) (string, error) {
 	}
 	return real, nil
 }
-

@@ -11,7 +11,7 @@ import (
 var readOnlyCommands = map[string][]string{
 	"ls": nil, "cat": nil, "grep": nil, "egrep": nil, "fgrep": nil,
 	"find": {"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"},
-	"wc": nil, "head": nil, "tail": nil, "stat": nil, "du": nil, "pwd": nil, "echo": nil,
+	"wc":   nil, "head": nil, "tail": nil, "stat": nil, "du": nil, "pwd": nil, "echo": nil,
 	"sort": {"-o", "--output", "--compress-program"},
 	"cut":  nil, "tr": nil, "diff": nil, "cmp": nil, "basename": nil, "dirname": nil,
 	"realpath": nil, "readlink": nil, "sha256sum": nil, "md5sum": nil, "nl": nil,
