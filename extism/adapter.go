@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	extism "github.com/extism/go-sdk"
 	"github.com/hashicorp/go-hclog"
 	"github.com/tetratelabs/wazero"
 
@@ -81,6 +82,11 @@ func New(cfg Config) (*Adapter, error) {
 	if a.lookup == nil {
 		a.lookup = defaultLookup
 	}
+	// go-sdk keeps the guest log level in a process-wide variable and drops
+	// every guest log line while it is unset. Info lets guests' info, warn
+	// and error lines through (to be counted, capped and redacted per call)
+	// while debug chatter is skipped inside the guest.
+	extism.SetLogLevel(extism.LogLevelInfo)
 	for _, t := range a.xforms {
 		if t.Name == "" || t.Apply == nil {
 			return nil, errors.New("extism: every transform needs a Name and an Apply function")

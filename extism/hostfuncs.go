@@ -99,10 +99,10 @@ func httpFail(code plugin.Code, format string, args ...any) *httpResponse {
 // doHTTP performs one guest HTTP request through the guarded client.
 func doHTTP(ctx context.Context, inst *instance, in *httpRequest) *httpResponse {
 	t := inst.t
-	if len(t.spec.Capabilities.Hosts) == 0 {
+	if len(inst.spec.Capabilities.Hosts) == 0 {
 		return httpFail(plugin.CodeCapabilityDenied, "this tool has no network access")
 	}
-	lim := t.limits
+	lim := inst.limits
 	count := func() bool {
 		inst.httpCount++
 		if inst.httpCount > lim.HTTPRequests {
@@ -119,7 +119,7 @@ func doHTTP(ctx context.Context, inst *instance, in *httpRequest) *httpResponse 
 	if err != nil {
 		return httpFail(plugin.CodeInvalidRequest, "bad URL: %v", err)
 	}
-	if err := t.guard.checkURL(u); err != nil {
+	if err := inst.guard.checkURL(u); err != nil {
 		return httpFail(plugin.CodeCapabilityDenied, "%v", err)
 	}
 	method := strings.ToUpper(in.Method)
@@ -130,7 +130,7 @@ func doHTTP(ctx context.Context, inst *instance, in *httpRequest) *httpResponse 
 	if len(in.Body) > 0 {
 		body = bytes.NewReader(in.Body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	req, err := http.NewRequestWithContext(withGuard(ctx, inst.guard), method, u.String(), body)
 	if err != nil {
 		return httpFail(plugin.CodeInvalidRequest, "%v", err)
 	}
@@ -147,7 +147,7 @@ func doHTTP(ctx context.Context, inst *instance, in *httpRequest) *httpResponse 
 			if len(via) >= 10 {
 				return errors.New("too many redirects")
 			}
-			if err := t.guard.checkURL(r.URL); err != nil {
+			if err := inst.guard.checkURL(r.URL); err != nil {
 				return fmt.Errorf("redirect refused: %w", err)
 			}
 			if !count() {
@@ -192,13 +192,12 @@ func doHTTP(ctx context.Context, inst *instance, in *httpRequest) *httpResponse 
 
 // doInvoke runs a nested tool call through the host pipeline.
 func doInvoke(ctx context.Context, inst *instance, in *invokeRequest) *invokeResponse {
-	t := inst.t
-	if inst.req.Invoker == nil || !t.spec.Capabilities.CanInvoke(in.Name) {
+	if inst.req.Invoker == nil || !inst.spec.Capabilities.CanInvoke(in.Name) {
 		return &invokeResponse{Code: plugin.CodeCapabilityDenied, Error: fmt.Sprintf("this tool may not invoke %q", in.Name)}
 	}
 	inst.invokes++
-	if inst.invokes > t.limits.ToolInvocations {
-		inst.abort(plugin.LimitError("tool_invocations", "the tool invoked other tools more than %d times", t.limits.ToolInvocations))
+	if inst.invokes > inst.limits.ToolInvocations {
+		inst.abort(plugin.LimitError("tool_invocations", "the tool invoked other tools more than %d times", inst.limits.ToolInvocations))
 		return &invokeResponse{Code: plugin.CodeLimitExceeded, Error: "tool_invocations limit exceeded"}
 	}
 	res, err := inst.req.Invoker.Invoke(ctx, plugin.Call{Name: in.Name, Arguments: in.Arguments})

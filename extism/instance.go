@@ -36,6 +36,9 @@ type instance struct {
 	mem    memLimiter
 
 	// Per call; set by begin.
+	spec      *plugin.Spec
+	limits    plugin.Limits
+	guard     *netGuard
 	req       *plugin.Request
 	callDone  <-chan struct{}
 	log       hclog.Logger
@@ -56,10 +59,12 @@ func instanceFrom(ctx context.Context) *instance {
 	return i
 }
 
-// newInstance instantiates and initialises a guest. ctx bounds the work.
-func (t *wasmTool) newInstance(ctx context.Context) (inst *instance, err error) {
-	inst = &instance{t: t}
-	inst.mem.limit = uint64(t.limits.Memory)
+// newInstance instantiates and initialises a guest with spec's mounts. ctx
+// bounds the work.
+func (t *wasmTool) newInstance(ctx context.Context, spec *plugin.Spec) (inst *instance, err error) {
+	inst = &instance{t: t, spec: spec, limits: t.limits}
+	inst.mem.limit.Store(uint64(t.limits.Memory))
+	inst.mem.onHit = inst.memoryHit
 	inst.stdout.inst = inst
 	inst.stderr.inst = inst
 	defer func() {
@@ -81,7 +86,7 @@ func (t *wasmTool) newInstance(ctx context.Context) (inst *instance, err error) 
 		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(&rootFS{root: r, readOnly: ro, meter: inst}, guest)
 		return nil
 	}
-	for _, m := range t.spec.Capabilities.Mounts {
+	for _, m := range spec.Capabilities.Mounts {
 		if err := mount(m.HostPath, path.Clean("/"+m.GuestPath), m.ReadOnly); err != nil {
 			return nil, err
 		}
@@ -120,7 +125,12 @@ func (t *wasmTool) newInstance(ctx context.Context) (inst *instance, err error) 
 }
 
 // begin binds the instance to a call.
-func (inst *instance) begin(ctx context.Context, req *plugin.Request, cancel context.CancelFunc) {
+func (inst *instance) begin(ctx context.Context, req *plugin.Request, spec *plugin.Spec, limits plugin.Limits, cancel context.CancelFunc) {
+	inst.spec, inst.limits = spec, limits
+	inst.guard = &netGuard{rules: spec.Capabilities.Hosts, lookup: inst.t.a.lookup}
+	inst.mem.limit.Store(uint64(limits.Memory))
+	inst.p.MaxVarBytes = limits.VarSize
+	inst.p.Timeout = 0 // the call's context carries the deadline
 	inst.req = req
 	inst.callDone = ctx.Done()
 	inst.cancel = cancel
@@ -150,7 +160,7 @@ func (inst *instance) abort(err *plugin.Error) {
 	inst.mu.Lock()
 	if inst.abortErr == nil {
 		if err.Tool == "" {
-			err.Tool = inst.t.spec.Name
+			err.Tool = inst.spec.Name
 		}
 		inst.abortErr = err
 	}
@@ -167,12 +177,21 @@ func (inst *instance) aborted() *plugin.Error {
 	return inst.abortErr
 }
 
+// memoryHit stops a call whose guest tried to grow memory past the limit:
+// guests rarely survive a failed memory.grow, and some spin trying.
+func (inst *instance) memoryHit() {
+	if inst.req == nil {
+		return
+	}
+	inst.abort(plugin.LimitError("memory", "the tool needed more than its %s memory limit", plugin.FormatSize(inst.limits.Memory)))
+}
+
 // fileRead counts n bytes read from a mount; false means the limit is hit.
 func (inst *instance) fileRead(n int64) bool {
 	if inst.req == nil {
 		return true
 	}
-	lim := inst.t.limits.FileBytesRead
+	lim := inst.limits.FileBytesRead
 	if inst.fileBytes.Add(n) > lim {
 		inst.abort(plugin.LimitError("file_bytes_read", "the tool read more than %s from its mounts", plugin.FormatSize(lim)))
 		return false
@@ -191,7 +210,7 @@ func (inst *instance) guestLog(level extism.LogLevel, msg string) {
 const maxLogLine = 4 << 10
 
 func (inst *instance) logLine(level extism.LogLevel, msg string) {
-	lim := int64(inst.t.limits.LogEntries)
+	lim := int64(inst.limits.LogEntries)
 	if inst.logs.Add(1) > lim {
 		inst.abort(plugin.LimitError("log_entries", "the tool wrote more than %d log entries", lim))
 		return
@@ -245,7 +264,7 @@ func (w *capWriter) Write(p []byte) (int, error) {
 	if inst.req == nil {
 		return len(p), nil // discard output during initialisation
 	}
-	lim := inst.t.limits.Output
+	lim := inst.limits.Output
 	if int64(w.buf.Len()+len(p)) > lim {
 		inst.abort(plugin.LimitError("output", "the tool's output exceeds the %s output limit", plugin.FormatSize(lim)))
 		return 0, fmt.Errorf("output limit exceeded")
@@ -258,13 +277,16 @@ func (w *capWriter) Write(p []byte) (int, error) {
 type lineLogger struct {
 	inst    *instance
 	partial []byte
-	last    []string
+	head    []byte // the first bytes of stderr (where a panic message is)
 }
 
-const keepStderrLines = 8
+const keepStderrHead = 2 << 10
 
 func (l *lineLogger) Write(p []byte) (int, error) {
 	n := len(p)
+	if room := keepStderrHead - len(l.head); room > 0 {
+		l.head = append(l.head, p[:min(room, len(p))]...)
+	}
 	l.partial = append(l.partial, p...)
 	for {
 		i := bytes.IndexByte(l.partial, '\n')
@@ -285,27 +307,22 @@ func (l *lineLogger) line(s string) {
 	if len(s) > maxLogLine {
 		s = s[:maxLogLine]
 	}
-	l.last = append(l.last, s)
-	if len(l.last) > keepStderrLines {
-		l.last = l.last[1:]
-	}
 	if l.inst.req != nil {
 		l.inst.logLine(extism.LogLevelDebug, "stderr: "+s)
 	}
 }
 
-func (l *lineLogger) reset() { l.partial, l.last = nil, nil }
+func (l *lineLogger) reset() { l.partial, l.head = nil, nil }
 
-// tail returns the last stderr lines, for an error message.
+// tail returns the start of stderr, for an error message.
 func (l *lineLogger) tail() string {
-	lines := l.last
-	if len(l.partial) > 0 {
-		lines = append(lines, string(l.partial))
-	}
-	if len(lines) == 0 {
+	if len(l.head) == 0 {
 		return ""
 	}
-	s := strings.Join(lines, "\n")
+	s := strings.TrimRight(string(l.head), "\n")
+	if len(l.head) == keepStderrHead {
+		s += "…"
+	}
 	if l.inst.req != nil {
 		s = l.inst.req.Secrets.Redact(s)
 	}
@@ -316,13 +333,14 @@ func (l *lineLogger) tail() string {
 // the tool's limit and remembers that it did, so the failure is reported as
 // LIMIT_EXCEEDED (memory) rather than as a guest crash.
 type memLimiter struct {
-	limit uint64
+	limit atomic.Uint64
 	hit   atomic.Bool
+	onHit func()
 }
 
 func (m *memLimiter) Allocate(capacity, max uint64) experimental.LinearMemory {
-	if capacity > m.limit {
-		capacity = m.limit
+	if l := m.limit.Load(); capacity > l {
+		capacity = l
 	}
 	return &linearMemory{lim: m, buf: make([]byte, 0, capacity)}
 }
@@ -333,8 +351,12 @@ type linearMemory struct {
 }
 
 func (l *linearMemory) Reallocate(size uint64) []byte {
-	if size > l.lim.limit {
+	limit := l.lim.limit.Load()
+	if size > limit {
 		l.lim.hit.Store(true)
+		if l.lim.onHit != nil {
+			l.lim.onHit()
+		}
 		return nil
 	}
 	if size <= uint64(cap(l.buf)) {
@@ -345,8 +367,8 @@ func (l *linearMemory) Reallocate(size uint64) []byte {
 	if newCap < size {
 		newCap = size
 	}
-	if newCap > l.lim.limit {
-		newCap = l.lim.limit
+	if newCap > limit {
+		newCap = limit
 	}
 	nb := make([]byte, size, newCap)
 	copy(nb, l.buf)

@@ -196,12 +196,29 @@ func (g *netGuard) dial(ctx context.Context, network, addr string) (net.Conn, er
 	return nil, lastErr
 }
 
-// transport returns an HTTP transport that dials through the guard and
-// never uses a proxy.
-func (g *netGuard) transport() *http.Transport {
+type guardKey struct{}
+
+func withGuard(ctx context.Context, g *netGuard) context.Context {
+	return context.WithValue(ctx, guardKey{}, g)
+}
+
+// guardedDial dials through the guard the request's context carries; a
+// request without one is refused.
+func guardedDial(ctx context.Context, network, addr string) (net.Conn, error) {
+	g, _ := ctx.Value(guardKey{}).(*netGuard)
+	if g == nil {
+		return nil, fmt.Errorf("dial %s: %w", addr, errHostNotAllowed)
+	}
+	return g.dial(ctx, network, addr)
+}
+
+// newTransport returns an HTTP transport that dials through the guard of
+// each request and never uses a proxy. Idle connections are keyed by
+// host:port, and a connection is only made after the address check.
+func newTransport() *http.Transport {
 	return &http.Transport{
 		Proxy:                  nil, // proxy variables are ignored on purpose
-		DialContext:            g.dial,
+		DialContext:            guardedDial,
 		TLSHandshakeTimeout:    10 * time.Second,
 		ResponseHeaderTimeout:  30 * time.Second,
 		MaxResponseHeaderBytes: 64 << 10,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -40,7 +41,6 @@ type wasmTool struct {
 	limits plugin.Limits
 	log    hclog.Logger
 
-	guard     *netGuard
 	transport *http.Transport
 
 	code     []byte // module bytes to compile; released after compiling
@@ -68,12 +68,11 @@ func newTool(a *Adapter, spec *plugin.Spec, m mode, info *moduleInfo, code []byt
 		a: a, spec: spec, mode: m, info: info, code: code, key: key, where: where,
 		limits: lim,
 		log:    a.log.Named(spec.Name),
-		guard:  &netGuard{rules: spec.Capabilities.Hosts, lookup: a.lookup},
 		done:   make(chan struct{}),
 		kick:   make(chan struct{}, 1),
 		quit:   make(chan struct{}),
 	}
-	t.transport = t.guard.transport()
+	t.transport = newTransport()
 	if lim.Pool > 0 {
 		t.pool = make(chan *instance, lim.Pool)
 	}
@@ -107,7 +106,9 @@ func (t *wasmTool) compile() {
 		Wasm:         []extism.Wasm{extism.WasmData{Data: t.code, Name: "main"}},
 		Config:       cfg,
 		AllowedHosts: nil, // Extism's http_request stays unreachable
-		Timeout:      uint64(t.limits.Timeout.Milliseconds()),
+		// Set so that go-sdk closes a spinning guest when its context ends;
+		// the effective timeout is the call's context deadline.
+		Timeout: uint64(plugin.MaxLimits().Timeout.Milliseconds()),
 		Memory: &extism.ManifestMemory{
 			MaxVarBytes:          t.limits.VarSize,
 			MaxHttpResponseBytes: 0,
@@ -149,7 +150,7 @@ func (t *wasmTool) refill() {
 	for {
 		for len(t.pool) < cap(t.pool) {
 			ctx, cancel := context.WithTimeout(context.Background(), t.limits.Timeout)
-			inst, err := t.newInstance(ctx)
+			inst, err := t.newInstance(ctx, t.spec)
 			cancel()
 			if err != nil {
 				t.log.Warn("pre-instantiating", "error", err)
@@ -178,8 +179,12 @@ func (t *wasmTool) refill() {
 }
 
 // take returns a fresh instance: from the pool if one is ready, else built
-// now.
-func (t *wasmTool) take(ctx context.Context) (*instance, error) {
+// now. Pooled instances carry the Load spec's mounts; a call whose spec
+// mounts something else gets an instance built for it.
+func (t *wasmTool) take(ctx context.Context, spec *plugin.Spec) (*instance, error) {
+	if spec != t.spec && !slices.Equal(spec.Capabilities.Mounts, t.spec.Capabilities.Mounts) {
+		return t.newInstance(ctx, spec)
+	}
 	if t.pool != nil {
 		select {
 		case inst := <-t.pool:
@@ -195,7 +200,7 @@ func (t *wasmTool) take(ctx context.Context) (*instance, error) {
 		default:
 		}
 	}
-	return t.newInstance(ctx)
+	return t.newInstance(ctx, t.spec)
 }
 
 // describe fills in the descriptor. A list_tools plugin is asked for it
@@ -342,7 +347,12 @@ func (t *wasmTool) run(ctx context.Context, req *plugin.Request, export string, 
 		r.Secrets = plugin.NewSecrets(nil)
 		req = &r
 	}
-	inst, err := t.take(ctx)
+	spec := req.Spec
+	if spec == nil {
+		spec = t.spec
+	}
+	limits := spec.Limits.WithDefaults(plugin.DefaultLimits())
+	inst, err := t.take(ctx, spec)
 	if err != nil {
 		var pe *plugin.Error
 		if errors.As(err, &pe) {
@@ -351,16 +361,16 @@ func (t *wasmTool) run(ctx context.Context, req *plugin.Request, export string, 
 		return nil, plugin.Errorf(plugin.CodeToolUnavailable, "%v", err)
 	}
 	defer inst.close()
-	cctx, cancel := context.WithTimeout(ctx, t.limits.Timeout)
+	cctx, cancel := context.WithTimeout(ctx, limits.Timeout)
 	defer cancel()
-	inst.begin(cctx, req, cancel)
+	inst.begin(cctx, req, spec, limits, cancel)
 	inst.stdin.Reset(input)
 	rc, out, err := inst.p.CallWithContext(context.WithValue(cctx, instKey{}, inst), export, input)
 	if ae := inst.aborted(); ae != nil {
 		return nil, ae
 	}
 	if inst.mem.hit.Load() {
-		return nil, plugin.LimitError("memory", "the tool needed more than its %s memory limit", plugin.FormatSize(t.limits.Memory))
+		return nil, plugin.LimitError("memory", "the tool needed more than its %s memory limit", plugin.FormatSize(limits.Memory))
 	}
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -368,12 +378,12 @@ func (t *wasmTool) run(ctx context.Context, req *plugin.Request, export string, 
 		}
 		var exit *sys.ExitError
 		if cctx.Err() != nil || (errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded) {
-			return nil, plugin.Errorf(plugin.CodeToolExecutionTimeout, "the tool did not finish within %s", t.limits.Timeout)
+			return nil, plugin.Errorf(plugin.CodeToolExecutionTimeout, "the tool did not finish within %s", limits.Timeout)
 		}
 		msg := err.Error()
 		switch {
 		case strings.Contains(msg, "Variable store is full"):
-			return nil, plugin.LimitError("var_size", "the tool's variables exceed the %s limit", plugin.FormatSize(t.limits.VarSize))
+			return nil, plugin.LimitError("var_size", "the tool's variables exceed the %s limit", plugin.FormatSize(limits.VarSize))
 		case errors.As(err, &exit):
 			return nil, plugin.Errorf(plugin.CodeToolExecutionFailed, "the tool exited with code %d%s", exit.ExitCode(), inst.stderr.tail())
 		case strings.Contains(msg, "wasm error") || strings.Contains(msg, "wasm stack trace") || strings.Contains(msg, "recovered by wazero"):
@@ -389,8 +399,8 @@ func (t *wasmTool) run(ctx context.Context, req *plugin.Request, export string, 
 	if len(out) == 0 && inst.stdout.buf.Len() > 0 {
 		out = inst.stdout.buf.Bytes()
 	}
-	if int64(len(out)) > t.limits.Output {
-		return nil, plugin.LimitError("output", "the tool's output (%s) exceeds the %s output limit", plugin.FormatSize(int64(len(out))), plugin.FormatSize(t.limits.Output))
+	if int64(len(out)) > limits.Output {
+		return nil, plugin.LimitError("output", "the tool's output (%s) exceeds the %s output limit", plugin.FormatSize(int64(len(out))), plugin.FormatSize(limits.Output))
 	}
 	return out, nil
 }

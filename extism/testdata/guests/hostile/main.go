@@ -57,9 +57,7 @@ func init() {
 			var keep [][]byte
 			for {
 				b := make([]byte, 8<<20)
-				for i := range b {
-					b[i] = byte(i)
-				}
+				b[len(b)-1] = 1
 				keep = append(keep, b)
 			}
 		}),

@@ -1,0 +1,150 @@
+package extism
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolhost/toolhost/plugin"
+)
+
+// wantLimit checks err is LIMIT_EXCEEDED for limit.
+func wantLimit(t *testing.T, err error, limit string) {
+	t.Helper()
+	var pe *plugin.Error
+	if !errors.As(err, &pe) || pe.Code != plugin.CodeLimitExceeded || pe.Limit != limit {
+		t.Fatalf("err = %v, want LIMIT_EXCEEDED (%s)", err, limit)
+	}
+	if !errors.Is(err, plugin.ErrLimitExceeded) {
+		t.Errorf("errors.Is(err, ErrLimitExceeded) = false")
+	}
+}
+
+func wantCode(t *testing.T, err error, code plugin.Code) {
+	t.Helper()
+	if got := plugin.CodeOf(err); got != code {
+		t.Fatalf("code = %s (err %v), want %s", got, err, code)
+	}
+}
+
+// stillServes checks that the adapter keeps serving: the same hostile tool
+// gets a fresh instance (its next call starts from scratch), and a healthy
+// tool of the same module answers.
+func stillServes(t *testing.T, hostile plugin.Tool, spec *plugin.Spec, args any, again func(error)) {
+	t.Helper()
+	_, err := call(t, hostile, spec, args, nil)
+	again(err)
+	es := guestSpec("hostile", "state")
+	res, err := call(t, load(t, es), &es, map[string]any{}, nil)
+	if err != nil {
+		t.Fatalf("healthy tool after hostile call: %v", err)
+	}
+	if n := structured(t, res)["calls"]; n != float64(1) {
+		t.Fatalf("healthy tool saw state from an earlier call: calls = %v", n)
+	}
+}
+
+func TestHostileGuests(t *testing.T) {
+	// Limits other than the wall clock are tested with a generous timeout,
+	// so that a loaded machine cannot turn them into timeouts.
+	lim := plugin.Limits{Timeout: 30 * time.Second, Memory: 32 << 20, Output: 4 << 20, LogEntries: 100, VarSize: 64 << 10}
+	cases := []struct {
+		tool  string
+		args  map[string]any
+		check func(t *testing.T, err error)
+	}{
+		{"loop", nil, func(t *testing.T, err error) { wantCode(t, err, plugin.CodeToolExecutionTimeout) }},
+		{"recurse", nil, func(t *testing.T, err error) {
+			// Go guests grow their stack on the heap: the memory cap or
+			// Go's own stack limit stops them.
+			var pe *plugin.Error
+			if !errors.As(err, &pe) || (pe.Code != plugin.CodeLimitExceeded && pe.Code != plugin.CodeToolExecutionFailed) {
+				t.Fatalf("err = %v, want LIMIT_EXCEEDED or TOOL_EXECUTION_FAILED", err)
+			}
+		}},
+		{"grow", nil, func(t *testing.T, err error) { wantLimit(t, err, "memory") }},
+		{"bigout", nil, func(t *testing.T, err error) { wantLimit(t, err, "output") }},
+		{"logspam", nil, func(t *testing.T, err error) { wantLimit(t, err, "log_entries") }},
+		{"stderrspam", nil, func(t *testing.T, err error) { wantLimit(t, err, "log_entries") }},
+		{"setvar", map[string]any{"n": 128 << 10}, func(t *testing.T, err error) { wantLimit(t, err, "var_size") }},
+		{"panic", nil, func(t *testing.T, err error) {
+			wantCode(t, err, plugin.CodeToolExecutionFailed)
+			if !strings.Contains(err.Error(), "guest panic on purpose") {
+				t.Errorf("error %q lacks the guest's stderr", err)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.tool, func(t *testing.T) {
+			sp := guestSpec("hostile", tc.tool)
+			sp.Limits = lim
+			if tc.tool == "loop" {
+				sp.Limits.Timeout = time.Second
+			}
+			tool := load(t, sp)
+			start := time.Now()
+			_, err := call(t, tool, &sp, tc.args, nil)
+			tc.check(t, err)
+			if d := time.Since(start); tc.tool == "loop" && d > sp.Limits.Timeout+5*time.Second {
+				t.Errorf("contained after %s", d)
+			}
+			stillServes(t, tool, &sp, tc.args, func(err error) { tc.check(t, err) })
+		})
+	}
+}
+
+func TestGuestErrors(t *testing.T) {
+	t.Run("tool error is a result", func(t *testing.T) {
+		sp := guestSpec("hostile", "fail")
+		res, err := call(t, load(t, sp), &sp, map[string]any{}, nil)
+		if err != nil {
+			t.Fatalf("err = %v, want an IsError result", err)
+		}
+		if !res.IsError || res.Code != plugin.CodeToolExecutionFailed || !strings.Contains(res.TextContent(), "failing on purpose") {
+			t.Fatalf("result = %+v", res)
+		}
+	})
+}
+
+func TestFreshInstancePerCall(t *testing.T) {
+	sp := guestSpec("hostile", "state")
+	sp.Limits.Pool = 2
+	tool := load(t, sp)
+	for i := range 5 {
+		res, err := call(t, tool, &sp, map[string]any{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := structured(t, res)["calls"]; n != float64(1) {
+			t.Fatalf("call %d: calls = %v, want 1 (state leaked between calls)", i, n)
+		}
+	}
+	t.Run("tmp is per call", func(t *testing.T) {
+		wsp := guestSpec("hostile", "write")
+		rsp := guestSpec("hostile", "read")
+		w, r := load(t, wsp), load(t, rsp)
+		res, err := call(t, w, &wsp, map[string]any{"path": "/tmp/left-behind", "data": "secret state"}, nil)
+		if err != nil || structured(t, res)["ok"] != "written" {
+			t.Fatalf("writing /tmp: %v %s", err, res.TextContent())
+		}
+		res, err = call(t, r, &rsp, map[string]any{"path": "/tmp/left-behind"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := structured(t, res)["error"]; !ok {
+			t.Fatalf("a later call read the earlier call's /tmp file: %s", res.TextContent())
+		}
+	})
+	t.Run("no environment", func(t *testing.T) {
+		t.Setenv("TOOLHOST_TEST_SECRET_ENV", "must-not-leak")
+		sp := guestSpec("hostile", "env")
+		res, err := call(t, load(t, sp), &sp, map[string]any{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if env, _ := structured(t, res)["env"].([]any); len(env) > 0 {
+			t.Fatalf("guest sees environment %v", env)
+		}
+	})
+}
