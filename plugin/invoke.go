@@ -42,8 +42,8 @@ func (h *Host) Invoke(ctx context.Context, call Call) (*Result, error) {
 	return h.invoke(ctx, call, nil)
 }
 
-// invoke runs call; caller is the calling tool's entry for nested calls.
-func (h *Host) invoke(ctx context.Context, call Call, caller *entry) (*Result, error) {
+// invoke runs call; caller is the calling tool's invoker for nested calls.
+func (h *Host) invoke(ctx context.Context, call Call, caller *nestedInvoker) (*Result, error) {
 	start := time.Now()
 	if call.ID == "" {
 		call.ID = newCallID()
@@ -84,7 +84,12 @@ func errorResult(e *Error) *Result {
 	return &Result{Content: []Content{Text(msg)}, IsError: true, Code: e.Code, Limit: e.Limit}
 }
 
-func (h *Host) run(ctx context.Context, call Call, caller *entry, parent *callFrame, rec *AuditRecord) (*Result, error) {
+func (h *Host) run(ctx context.Context, call Call, caller *nestedInvoker, parent *callFrame, rec *AuditRecord) (*Result, error) {
+	// A nested call counts against its caller's budget whatever becomes
+	// of it, and is audited like any other call when refused.
+	if caller != nil && caller.used.Add(1) > caller.budget {
+		return nil, LimitError("tool_invocations", "tool %q may invoke at most %d tools per call", caller.caller.spec.Name, caller.budget)
+	}
 	// Lookup.
 	e, err := h.lookup(call.Name)
 	if err != nil {
@@ -102,8 +107,8 @@ func (h *Host) run(ctx context.Context, call Call, caller *entry, parent *callFr
 
 	// Capability check. The composition rule was applied at registration;
 	// here a nested call must be allowed by its caller, within depth.
-	if caller != nil && !caller.spec.Capabilities.CanInvoke(call.Name) {
-		return nil, Errorf(CodeCapabilityDenied, "tool %q may not invoke %q (not in its invoke capability)", caller.spec.Name, call.Name)
+	if caller != nil && !caller.caller.spec.Capabilities.CanInvoke(call.Name) {
+		return nil, Errorf(CodeCapabilityDenied, "tool %q may not invoke %q (not in its invoke capability)", caller.caller.spec.Name, call.Name)
 	}
 	depth := 0
 	if parent != nil {
@@ -142,13 +147,14 @@ func (h *Host) run(ctx context.Context, call Call, caller *entry, parent *callFr
 	// Deadline, then execute.
 	ctx, cancel := context.WithTimeout(ctx, spec.Limits.Timeout)
 	defer cancel()
-	ctx = context.WithValue(ctx, frameKey{}, &callFrame{id: call.ID, depth: depth})
+	frame := &callFrame{id: call.ID, depth: depth}
+	ctx = context.WithValue(ctx, frameKey{}, frame)
 	req := &Request{
 		ID: call.ID, Name: call.Name, Arguments: args, Answers: call.Answers,
 		Spec: spec, Secrets: secrets, Log: h.log.Named(call.Name).With("call_id", call.ID),
 	}
 	if len(spec.Capabilities.Invoke) > 0 {
-		req.Invoker = &nestedInvoker{h: h, caller: e, budget: int64(spec.Limits.ToolInvocations)}
+		req.Invoker = &nestedInvoker{h: h, caller: e, frame: frame, budget: int64(spec.Limits.ToolInvocations)}
 	}
 	res, err := h.execute(ctx, e, req)
 	if err != nil {
@@ -443,18 +449,21 @@ func resultSize(r *Result) int {
 type nestedInvoker struct {
 	h      *Host
 	caller *entry
+	frame  *callFrame // the calling call's
 	budget int64
 	used   atomic.Int64
 }
 
-// Invoke implements Invoker. ctx must be (derived from) the context the
-// calling tool was given, so that the depth is known.
+// Invoke implements Invoker. ctx should be (derived from) the context the
+// calling tool was given, so that the caller's deadline and cancellation
+// reach the nested call. The nesting depth does not depend on it: it comes
+// from the invoker, so a tool that detaches its context cannot recurse
+// past the depth cap.
 func (n *nestedInvoker) Invoke(ctx context.Context, call Call) (*Result, error) {
-	if n.used.Add(1) > n.budget {
-		e := LimitError("tool_invocations", "tool %q may invoke at most %d tools per call", n.caller.spec.Name, n.budget)
-		return errorResult(e), e
+	if frameFrom(ctx) != n.frame {
+		ctx = context.WithValue(ctx, frameKey{}, n.frame)
 	}
-	return n.h.invoke(ctx, call, n.caller)
+	return n.h.invoke(ctx, call, n)
 }
 
 // Outcome is one call's result in a batch.
