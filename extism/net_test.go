@@ -1,0 +1,247 @@
+package extism
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/toolhost/toolhost/plugin"
+)
+
+// testServer is a real HTTP server on 127.0.0.1.
+func testServer(t *testing.T, h http.HandlerFunc) (*httptest.Server, int) {
+	t.Helper()
+	s := httptest.NewServer(h)
+	t.Cleanup(s.Close)
+	u, _ := url.Parse(s.URL)
+	var port int
+	fmt.Sscan(u.Port(), &port)
+	return s, port
+}
+
+func rule(t *testing.T, s string) plugin.HostRule {
+	t.Helper()
+	r, err := plugin.ParseHostRule(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// fetch calls the hostile guest's fetch tool and returns its structured
+// output.
+func fetch(t *testing.T, a *Adapter, hosts []plugin.HostRule, secrets map[string]string, args map[string]any) (map[string]any, error) {
+	t.Helper()
+	sp := guestSpec("hostile", "fetch")
+	sp.Capabilities.Hosts = hosts
+	for n := range secrets {
+		sp.Capabilities.Secrets = append(sp.Capabilities.Secrets, n)
+	}
+	sp.Limits.Pool = -1
+	res, err := call(t, loadWith(t, a, sp), &sp, args, secrets)
+	if err != nil {
+		return nil, err
+	}
+	return structured(t, res), nil
+}
+
+func TestNetwork(t *testing.T) {
+	var seenAuth string
+	okSrv, okPort := testServer(t, func(w http.ResponseWriter, r *http.Request) {
+		seenAuth = r.Header.Get("Authorization")
+		switch r.URL.Path {
+		case "/echo-secret":
+			// A server that echoes the credential back.
+			w.Header().Set("X-Echo", r.Header.Get("Authorization"))
+			fmt.Fprintf(w, "you sent %s", r.Header.Get("Authorization"))
+		case "/big":
+			w.Write(make([]byte, 200<<10))
+		default:
+			fmt.Fprint(w, "hello from the allowed server")
+		}
+	})
+	_, otherPort := testServer(t, func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "internal service reached")
+	})
+	redirSrv, redirPort := testServer(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, fmt.Sprintf("http://127.0.0.1:%d/", otherPort), http.StatusFound)
+	})
+	_ = redirSrv
+
+	// A resolver mapping test names to addresses, standing in for DNS.
+	names := map[string]string{
+		"public.test":   "127.0.0.1", // a name the operator allows that resolves to loopback
+		"mapped.test":   "::ffff:127.0.0.1",
+		"metadata.test": "169.254.169.254",
+	}
+	a, err := New(Config{Lookup: func(ctx context.Context, host string) ([]netip.Addr, error) {
+		if s, ok := names[host]; ok {
+			return []netip.Addr{netip.MustParseAddr(s)}, nil
+		}
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+
+	allowOK := []plugin.HostRule{rule(t, fmt.Sprintf("127.0.0.1:%d", okPort))}
+
+	t.Run("allowed exact address", func(t *testing.T) {
+		out, err := fetch(t, a, allowOK, nil, map[string]any{"url": okSrv.URL + "/"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out["body"] != "hello from the allowed server" {
+			t.Fatalf("out = %v", out)
+		}
+	})
+	t.Run("secret injected, echoed value redacted", func(t *testing.T) {
+		out, err := fetch(t, a, allowOK, map[string]string{"TOKEN": "s3cr3t-value"},
+			map[string]any{"url": okSrv.URL + "/echo-secret", "headers": map[string]string{"Authorization": "Bearer $TOKEN"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seenAuth != "Bearer s3cr3t-value" {
+			t.Fatalf("server saw Authorization %q, want the injected secret", seenAuth)
+		}
+		body, _ := out["body"].(string)
+		if strings.Contains(body, "s3cr3t-value") || !strings.Contains(body, "[REDACTED:TOKEN]") {
+			t.Fatalf("guest saw body %q", body)
+		}
+		if h := fmt.Sprint(out["headers"]); strings.Contains(h, "s3cr3t-value") {
+			t.Fatalf("guest saw the secret in headers %s", h)
+		}
+	})
+	t.Run("secret not granted stays literal", func(t *testing.T) {
+		_, err := fetch(t, a, allowOK, nil,
+			map[string]any{"url": okSrv.URL + "/", "headers": map[string]string{"Authorization": "Bearer $TOKEN"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seenAuth != "Bearer ${TOKEN}" && seenAuth != "Bearer $TOKEN" {
+			t.Fatalf("server saw %q", seenAuth)
+		}
+	})
+
+	refused := []struct {
+		name  string
+		hosts []plugin.HostRule
+		url   string
+	}{
+		{"no network capability", nil, okSrv.URL},
+		{"host not in allowlist", allowOK, "http://example.com/"},
+		{"other port on an allowed address", allowOK, fmt.Sprintf("http://127.0.0.1:%d/", otherPort)},
+		{"loopback by name", []plugin.HostRule{rule(t, "public.test")}, fmt.Sprintf("http://public.test:%d/", okPort)},
+		{"loopback 127.0.0.1 not named", []plugin.HostRule{rule(t, "*.test")}, fmt.Sprintf("http://127.0.0.1:%d/", okPort)},
+		{"[::1]", []plugin.HostRule{rule(t, "public.test")}, fmt.Sprintf("http://[::1]:%d/", okPort)},
+		{"metadata address", []plugin.HostRule{rule(t, "metadata.test")}, "http://169.254.169.254/latest/meta-data/"},
+		{"metadata by name", []plugin.HostRule{rule(t, "metadata.test")}, "http://metadata.test/latest/meta-data/"},
+		{"IPv4-mapped literal", allowOK, fmt.Sprintf("http://[::ffff:127.0.0.1]:%d/", okPort)},
+		{"IPv4-mapped by name", []plugin.HostRule{rule(t, "mapped.test")}, fmt.Sprintf("http://mapped.test:%d/", okPort)},
+		{"decimal IP", []plugin.HostRule{rule(t, "2130706433")}, fmt.Sprintf("http://2130706433:%d/", okPort)},
+		{"hex IP", allowOK, fmt.Sprintf("http://0x7f000001:%d/", okPort)},
+		{"octal IP", allowOK, fmt.Sprintf("http://0177.0.0.1:%d/", okPort)},
+		{"short IP", allowOK, fmt.Sprintf("http://127.1:%d/", okPort)},
+		{"redirect to loopback", []plugin.HostRule{rule(t, fmt.Sprintf("127.0.0.1:%d", redirPort))}, fmt.Sprintf("http://127.0.0.1:%d/", redirPort)},
+		{"file scheme", allowOK, "file:///etc/passwd"},
+	}
+	for _, tc := range refused {
+		t.Run("refused "+tc.name, func(t *testing.T) {
+			out, err := fetch(t, a, tc.hosts, nil, map[string]any{"url": tc.url})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, _ := out["error"].(string)
+			if e == "" {
+				t.Fatalf("request to %s was not refused: %v", tc.url, out)
+			}
+			if !strings.Contains(e, "CAPABILITY_DENIED") {
+				t.Fatalf("error %q, want CAPABILITY_DENIED", e)
+			}
+		})
+	}
+	t.Run("metadata named exactly by the operator is dialled", func(t *testing.T) {
+		// The rule allows the exact address, so the request gets as far as
+		// the dial (which fails: nothing listens there in the test). The
+		// point is that it is not refused as forbidden.
+		g := &netGuard{rules: []plugin.HostRule{rule(t, "169.254.169.254:80")}}
+		if !g.addrAllowed(netip.MustParseAddr("169.254.169.254"), 80) {
+			t.Fatal("operator-named address refused")
+		}
+		if g.addrAllowed(netip.MustParseAddr("169.254.169.254"), 8080) {
+			t.Fatal("operator-named address allowed on another port")
+		}
+		if g.addrAllowed(netip.MustParseAddr("::ffff:169.254.169.254"), 80) {
+			t.Fatal("mapped form allowed by a rule naming the IPv4 address")
+		}
+	})
+	t.Run("http_requests limit", func(t *testing.T) {
+		sp := guestSpec("hostile", "fetch")
+		sp.Capabilities.Hosts = allowOK
+		sp.Limits.HTTPRequests = 3
+		tool := loadWith(t, a, sp)
+		_, err := call(t, tool, &sp, map[string]any{"url": okSrv.URL + "/", "count": 10}, nil)
+		wantLimit(t, err, "http_requests")
+		res, err := call(t, tool, &sp, map[string]any{"url": okSrv.URL + "/", "count": 2}, nil)
+		if err != nil || structured(t, res)["status"] != float64(200) {
+			t.Fatalf("after the limit: %v %v", err, res)
+		}
+	})
+	t.Run("http_response limit", func(t *testing.T) {
+		sp := guestSpec("hostile", "fetch")
+		sp.Capabilities.Hosts = allowOK
+		sp.Limits.HTTPResponse = 64 << 10
+		_, err := call(t, loadWith(t, a, sp), &sp, map[string]any{"url": okSrv.URL + "/big"}, nil)
+		wantLimit(t, err, "http_response")
+	})
+	t.Run("extism http_request is unreachable", func(t *testing.T) {
+		sp := guestSpec("hostile", "pdkfetch")
+		sp.Capabilities.Hosts = allowOK
+		_, err := call(t, loadWith(t, a, sp), &sp, map[string]any{"url": okSrv.URL + "/"}, nil)
+		if err == nil {
+			t.Fatal("Extism's own http_request reached the network")
+		}
+		wantCode(t, err, plugin.CodeToolExecutionFailed)
+	})
+	t.Run("proxy variables are ignored", func(t *testing.T) {
+		proxyHit := false
+		_, proxyPort := testServer(t, func(w http.ResponseWriter, r *http.Request) {
+			proxyHit = true
+			io.WriteString(w, "proxied")
+		})
+		t.Setenv("HTTP_PROXY", fmt.Sprintf("http://127.0.0.1:%d", proxyPort))
+		t.Setenv("http_proxy", fmt.Sprintf("http://127.0.0.1:%d", proxyPort))
+		out, err := fetch(t, a, allowOK, nil, map[string]any{"url": okSrv.URL + "/"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if proxyHit || out["body"] != "hello from the allowed server" {
+			t.Fatalf("request went through the proxy: %v", out)
+		}
+	})
+}
+
+func TestForbiddenAddresses(t *testing.T) {
+	for _, s := range []string{
+		"127.0.0.1", "127.255.255.254", "::1", "10.1.2.3", "172.16.0.1", "192.168.1.1",
+		"169.254.169.254", "fe80::1", "fd00:ec2::254", "0.0.0.0", "::", "100.64.0.1",
+		"::ffff:127.0.0.1", "::ffff:8.8.8.8", "64:ff9b::7f00:1", "2002:7f00:1::", "224.0.0.1", "255.255.255.255",
+	} {
+		if !forbidden(netip.MustParseAddr(s)) {
+			t.Errorf("%s is not forbidden", s)
+		}
+	}
+	for _, s := range []string{"8.8.8.8", "1.1.1.1", "2606:4700:4700::1111"} {
+		if forbidden(netip.MustParseAddr(s)) {
+			t.Errorf("public address %s is forbidden", s)
+		}
+	}
+}
