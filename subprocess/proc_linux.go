@@ -11,8 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/landlock-lsm/go-landlock/landlock"
-	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"github.com/shirou/gopsutil/v3/process"
 	"golang.org/x/sys/unix"
 
@@ -74,14 +72,12 @@ func sysProcAttr(pidns bool) *syscall.SysProcAttr {
 
 // landlockABI returns the kernel's Landlock ABI version, 0 if none.
 func landlockABI() int {
-	v, err := llsys.LandlockGetABIVersion()
-	if err != nil {
+	v, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if e != 0 {
 		return 0
 	}
-	return v
+	return int(v)
 }
-
-var _ = landlock.V5 // the shim restricts with this ABI, downgraded best-effort
 
 func seccompSupported() bool { return seccomp.Supported() }
 

@@ -1,12 +1,14 @@
 package subprocess
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
+	"unsafe"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
-	"github.com/landlock-lsm/go-landlock/landlock"
 	"golang.org/x/sys/unix"
 )
 
@@ -14,7 +16,14 @@ import (
 // Order matters: rlimits first (they need no privilege), then Landlock
 // (whose syscalls the seccomp filter would not forbid, but which must see
 // the paths before the working directory changes), then seccomp, then exec.
+//
+// Landlock domains, seccomp filters and no_new_privs belong to a thread and
+// are inherited across execve by the thread that execs, so the shim sets them
+// on one locked thread and execs from it: no all-threads synchronisation
+// (which costs time, and which the cgo build of go-landlock does with
+// signals) is needed.
 func runShim(cfg *shimConfig) error {
+	runtime.LockOSThread()
 	if err := applyRlimits(cfg); err != nil {
 		return err
 	}
@@ -72,16 +81,78 @@ func applyRlimits(cfg *shimConfig) error {
 	return nil
 }
 
-func applyLandlock(cfg *shimConfig) error {
-	rules := []landlock.Rule{
-		landlock.RODirs(cfg.ReadOnly...).IgnoreIfMissing(),
-		landlock.RWDirs(cfg.ReadWrite...),
-		landlock.RWFiles(cfg.RWFiles...).IgnoreIfMissing(),
+// Landlock access rights (x/sys/unix names them; these are the groups).
+const (
+	llRead = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR
+	// llFile are the rights that apply to a file (not a directory).
+	llFile = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_READ_FILE |
+		unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+)
+
+// landlockHandled returns every filesystem right the kernel's ABI knows.
+func landlockHandled(abi int) uint64 {
+	h := uint64(1<<13 - 1) // ABI 1: execute ... make_sym
+	if abi >= 2 {
+		h |= unix.LANDLOCK_ACCESS_FS_REFER
 	}
-	// BestEffort downgrades to what the kernel supports; the host checked
-	// the ABI beforehand and reports what is in force (Report).
-	if err := landlock.V5.BestEffort().RestrictPaths(rules...); err != nil {
-		return fmt.Errorf("landlock: %w", err)
+	if abi >= 3 {
+		h |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
+	}
+	if abi >= 5 {
+		h |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+	}
+	return h
+}
+
+// applyLandlock restricts the calling thread: read (and execute) beneath
+// ReadOnly, everything beneath ReadWrite, read and write of RWFiles, nothing
+// elsewhere. Missing read-only paths are skipped; a missing read-write path
+// is an error.
+func applyLandlock(cfg *shimConfig) error {
+	abi := landlockABI()
+	if abi < 1 {
+		return errors.New("landlock: not supported by this kernel")
+	}
+	handled := landlockHandled(abi)
+	attr := unix.LandlockRulesetAttr{Access_fs: handled}
+	fd, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr.Access_fs), 0)
+	if e != 0 {
+		return fmt.Errorf("landlock_create_ruleset: %w", e)
+	}
+	defer unix.Close(int(fd))
+	add := func(path string, access uint64, mustExist bool) error {
+		pfd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			if !mustExist && errors.Is(err, unix.ENOENT) {
+				return nil
+			}
+			return fmt.Errorf("landlock: %s: %w", path, err)
+		}
+		defer unix.Close(pfd)
+		rule := unix.LandlockPathBeneathAttr{Allowed_access: access & handled, Parent_fd: int32(pfd)}
+		if _, _, e := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, fd, unix.LANDLOCK_RULE_PATH_BENEATH,
+			uintptr(unsafe.Pointer(&rule)), 0, 0, 0); e != 0 {
+			return fmt.Errorf("landlock_add_rule %s: %w", path, e)
+		}
+		return nil
+	}
+	for _, p := range cfg.ReadOnly {
+		if err := add(p, llRead, false); err != nil {
+			return err
+		}
+	}
+	for _, p := range cfg.ReadWrite {
+		if err := add(p, handled, true); err != nil {
+			return err
+		}
+	}
+	for _, p := range cfg.RWFiles {
+		if err := add(p, llFile, false); err != nil {
+			return err
+		}
+	}
+	if _, _, e := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); e != 0 {
+		return fmt.Errorf("landlock_restrict_self: %w", e)
 	}
 	return nil
 }
@@ -116,7 +187,6 @@ func seccompFilter() seccomp.Filter {
 	enosys := seccomp.ActionErrno | seccomp.Action(unix.ENOSYS)
 	return seccomp.Filter{
 		NoNewPrivs: true,
-		Flag:       seccomp.FilterFlagTSync,
 		Policy: seccomp.Policy{
 			DefaultAction: seccomp.ActionAllow,
 			Syscalls: []seccomp.SyscallGroup{

@@ -1,0 +1,495 @@
+package subprocess
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+
+	"github.com/toolhost/toolhost/plugin"
+	"github.com/toolhost/toolhost/shared"
+	"github.com/toolhost/toolhost/shared/pluginv1"
+)
+
+// The test binary is its own shim (TestMain calls MaybeRunShim) and its own
+// plugin: started with testPluginArg it serves testTools, or misbehaves in
+// the way its mode says (go-plugin's TestHelperProcess habit).
+const testPluginArg = "__toolhost_test_plugin__"
+
+// fuse bounds every hostile behaviour, so that a containment bug cannot
+// harm the machine: each hostile process gives up by itself after this long.
+const fuse = 20 * time.Second
+
+func TestMain(m *testing.M) {
+	MaybeRunShim()
+	if len(os.Args) > 2 && os.Args[1] == testPluginArg {
+		runTestPlugin(os.Args[2], os.Args[3:])
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func runTestPlugin(mode string, rest []string) {
+	go func() { time.Sleep(fuse + 10*time.Second); os.Exit(99) }()
+	switch mode {
+	case "serve":
+		shared.Serve(testTools{})
+	case "hang":
+		time.Sleep(fuse)
+	case "garbage":
+		fmt.Println("this is not a go-plugin handshake \x00\xff|||")
+		shared.Serve(testTools{})
+	case "ignore-sigterm":
+		signal.Ignore(syscall.SIGTERM)
+		shared.Serve(testTools{})
+	case "badjson":
+		goplugin.Serve(&goplugin.ServeConfig{
+			HandshakeConfig: shared.Handshake,
+			Plugins:         goplugin.PluginSet{shared.PluginName: badJSONPlugin{}},
+			GRPCServer:      goplugin.DefaultGRPCServer,
+		})
+	case "bombchild":
+		bomb(rest)
+	case "escape-a":
+		// setsid must fail (seccomp); then start a grandchild and exit,
+		// orphaning it.
+		code := 10
+		if _, err := syscall.Setsid(); err == nil {
+			code = 11
+		}
+		c := exec.Command("/proc/self/exe", append([]string{testPluginArg, "sleeper"}, rest...)...)
+		if err := c.Start(); err != nil {
+			os.Exit(12)
+		}
+		os.Exit(code)
+	case "sleeper":
+		signal.Ignore(syscall.SIGTERM)
+		time.Sleep(fuse)
+	case "host":
+		runTestHost(rest)
+	default:
+		fmt.Fprintf(os.Stderr, "unknown test plugin mode %q\n", mode)
+		os.Exit(2)
+	}
+}
+
+// bomb is one process of the fork bomb: it starts copies of itself as fast
+// as it can, up to a fuse.
+func bomb(rest []string) {
+	deadline := time.Now().Add(fuse)
+	for i := 0; i < 50 && time.Now().Before(deadline); i++ {
+		c := exec.Command("/proc/self/exe", append([]string{testPluginArg, "bombchild"}, rest...)...)
+		if c.Start() != nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	time.Sleep(time.Until(deadline))
+}
+
+type testTools struct{}
+
+func (testTools) ListTools(context.Context) ([]shared.Tool, error) {
+	var out []shared.Tool
+	for _, n := range []string{"echo", "forkbomb", "threadbomb", "escape", "alloc", "filldisk", "fds",
+		"sleep", "crash", "spawn", "env", "write", "syscalls", "rlimits", "cwd"} {
+		out = append(out, shared.Tool{Name: n, Description: "test tool " + n,
+			InputSchema: json.RawMessage(`{"type":"object"}`)})
+	}
+	return out, nil
+}
+
+func (testTools) CallTool(ctx context.Context, name string, args json.RawMessage) (*shared.CallToolResult, error) {
+	var a struct {
+		Text string `json:"text"`
+		N    int    `json:"n"`
+		Path string `json:"path"`
+	}
+	_ = json.Unmarshal(args, &a)
+	self := func(mode string) *exec.Cmd {
+		return exec.Command("/proc/self/exe", append([]string{testPluginArg, mode}, os.Args[3:]...)...)
+	}
+	switch name {
+	case "echo":
+		return shared.TextResult("echo: " + a.Text), nil
+	case "forkbomb":
+		bomb(os.Args[3:])
+		return shared.TextResult("survived"), nil
+	case "threadbomb":
+		for i := 0; i < 5000; i++ {
+			go func() {
+				runtime.LockOSThread()
+				time.Sleep(fuse)
+			}()
+			time.Sleep(100 * time.Microsecond)
+		}
+		time.Sleep(fuse)
+		return shared.TextResult("survived"), nil
+	case "escape":
+		c := self("escape-a")
+		err := c.Run()
+		code := -1
+		if c.ProcessState != nil {
+			code = c.ProcessState.ExitCode()
+		}
+		go func() { time.Sleep(50 * time.Millisecond); os.Exit(0) }()
+		return shared.TextResult(fmt.Sprintf("escape-a exit %d (%v)", code, err)), nil
+	case "alloc":
+		var keep [][]byte
+		for i := 0; i < 200; i++ { // fuse: 3.2 GiB
+			b := make([]byte, 16<<20)
+			for j := 0; j < len(b); j += 4096 {
+				b[j] = 1
+			}
+			keep = append(keep, b)
+			time.Sleep(2 * time.Millisecond)
+		}
+		return shared.TextResult(fmt.Sprint(len(keep))), nil
+	case "filldisk":
+		f, err := os.Create("big")
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		chunk := make([]byte, 1<<20)
+		var n int64
+		for i := 0; i < 1024; i++ {
+			w, err := f.Write(chunk)
+			n += int64(w)
+			if err != nil {
+				return shared.ErrorResult("wrote %d bytes: %v", n, err), nil
+			}
+		}
+		return shared.TextResult(fmt.Sprintf("wrote %d bytes", n)), nil
+	case "fds":
+		var files []*os.File
+		defer func() {
+			for _, f := range files {
+				f.Close()
+			}
+		}()
+		for i := 0; i < 100000; i++ {
+			f, err := os.Open("/dev/null")
+			if err != nil {
+				return shared.ErrorResult("opened %d files: %v", len(files), err), nil
+			}
+			files = append(files, f)
+		}
+		return shared.TextResult("no limit"), nil
+	case "sleep":
+		time.Sleep(fuse)
+		return shared.TextResult("woke up"), nil
+	case "crash":
+		os.Exit(3)
+	case "spawn":
+		var pids []string
+		for i := 0; i < a.N; i++ {
+			c := self("sleeper")
+			if err := c.Start(); err != nil {
+				return nil, err
+			}
+			pids = append(pids, strconv.Itoa(c.Process.Pid))
+		}
+		return shared.TextResult(strings.Join(pids, " ")), nil
+	case "env":
+		return shared.TextResult(strings.Join(os.Environ(), "\x00")), nil
+	case "write":
+		err := os.WriteFile(a.Path, []byte("x"), 0o600)
+		return shared.TextResult(fmt.Sprint(err)), nil
+	case "syscalls":
+		var out []string
+		_, err := syscall.Setsid()
+		out = append(out, fmt.Sprintf("setsid=%v", err))
+		out = append(out, fmt.Sprintf("setpgid=%v", syscall.Setpgid(0, 0)))
+		out = append(out, fmt.Sprintf("unshare=%v", unix.Unshare(unix.CLONE_NEWUSER)))
+		_, _, e := unix.Syscall(unix.SYS_PTRACE, unix.PTRACE_TRACEME, 0, 0)
+		out = append(out, fmt.Sprintf("ptrace=%v", errnoErr(e)))
+		_, _, e = unix.Syscall(unix.SYS_KEYCTL, 0, 0, 0)
+		out = append(out, fmt.Sprintf("keyctl=%v", errnoErr(e)))
+		_, _, e = unix.Syscall(unix.SYS_BPF, 0, 0, 0)
+		out = append(out, fmt.Sprintf("bpf=%v", errnoErr(e)))
+		out = append(out, fmt.Sprintf("mount=%v", unix.Mount("none", "/mnt", "tmpfs", 0, "")))
+		return shared.TextResult(strings.Join(out, " ")), nil
+	case "rlimits":
+		var out []string
+		for _, r := range []struct {
+			n string
+			r int
+		}{{"core", unix.RLIMIT_CORE}, {"cpu", unix.RLIMIT_CPU}, {"data", unix.RLIMIT_DATA},
+			{"fsize", unix.RLIMIT_FSIZE}, {"nofile", unix.RLIMIT_NOFILE}, {"as", unix.RLIMIT_AS}} {
+			var l unix.Rlimit
+			_ = unix.Getrlimit(r.r, &l)
+			out = append(out, fmt.Sprintf("%s=%d", r.n, l.Cur))
+		}
+		return shared.TextResult(strings.Join(out, " ")), nil
+	case "cwd":
+		d, err := os.Getwd()
+		return shared.TextResult(fmt.Sprint(d, err)), nil
+	}
+	return nil, shared.ErrUnknownTool
+}
+
+func errnoErr(e syscall.Errno) error {
+	if e == 0 {
+		return nil
+	}
+	return e
+}
+
+// badJSONPlugin serves a tools service that answers with invalid JSON.
+type badJSONPlugin struct {
+	goplugin.NetRPCUnsupportedPlugin
+}
+
+func (badJSONPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
+	pluginv1.RegisterToolsServer(s, badJSONServer{})
+	return nil
+}
+
+func (badJSONPlugin) GRPCClient(context.Context, *goplugin.GRPCBroker, *grpc.ClientConn) (any, error) {
+	return nil, errors.New("server only")
+}
+
+type badJSONServer struct {
+	pluginv1.UnimplementedToolsServer
+}
+
+func (badJSONServer) ListTools(context.Context, *pluginv1.ListToolsRequest) (*pluginv1.ListToolsResponse, error) {
+	return &pluginv1.ListToolsResponse{Json: []byte(`{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`)}, nil
+}
+
+func (badJSONServer) CallTool(context.Context, *pluginv1.CallToolRequest) (*pluginv1.CallToolResponse, error) {
+	return &pluginv1.CallToolResponse{Json: []byte("\x00garbage{{{")}, nil
+}
+
+// runTestHost is a host process for TestHostKilled: it loads plugins that
+// start descendants, prints their pids, and waits to be killed.
+func runTestHost(rest []string) {
+	a, err := New(Config{ScratchDir: rest[0], KillGrace: 200 * time.Millisecond})
+	if err != nil {
+		fmt.Println("ERROR", err)
+		os.Exit(1)
+	}
+	ctx := context.Background()
+	var all []string
+	for i := 0; i < 2; i++ {
+		spec := testSpec(testPluginSum(), "spawn", "serve", rest[1])
+		spec.Name = fmt.Sprintf("spawn%d", i)
+		tool, err := a.Load(ctx, spec)
+		if err != nil {
+			fmt.Println("ERROR", err)
+			os.Exit(1)
+		}
+		res, err := tool.Call(ctx, &plugin.Request{Arguments: json.RawMessage(`{"n":3}`)})
+		if err != nil {
+			fmt.Println("ERROR", err)
+			os.Exit(1)
+		}
+		all = append(all, res.TextContent())
+	}
+	fmt.Println("READY", strings.Join(all, " "))
+	time.Sleep(fuse)
+}
+
+var (
+	sumOnce sync.Once
+	sumVal  string
+)
+
+// testPluginSum is the sha256 of the test binary, the test plugin.
+func testPluginSum() string {
+	sumOnce.Do(func() {
+		exe, err := os.Executable()
+		if err != nil {
+			panic(err)
+		}
+		sumVal, err = FileSHA256(exe)
+		if err != nil {
+			panic(err)
+		}
+	})
+	return sumVal
+}
+
+// testSpec returns the spec of one tool of the test plugin, started in mode
+// and marked (on its command line, inherited by its descendants) with mark.
+func testSpec(sum, tool, mode, mark string) *plugin.Spec {
+	exe, _ := os.Executable()
+	return &plugin.Spec{
+		Name: tool,
+		Source: plugin.Source{Kind: Kind, Path: exe, SHA256: sum, Tool: tool,
+			Args: []string{testPluginArg, mode, mark}},
+		Tier:         plugin.TierSideEffecting,
+		Capabilities: plugin.Capabilities{Subprocess: true},
+	}
+}
+
+// newTestAdapter returns an adapter whose shim is the test binary, with
+// limits small enough for hostile tests.
+func newTestAdapter(t testing.TB, mod func(*Config)) *Adapter {
+	t.Helper()
+	cfg := Config{
+		Logger:         hclog.New(&hclog.LoggerOptions{Name: "test", Level: testLogLevel(), Output: testWriter{t}}),
+		ScratchDir:     t.TempDir(),
+		StartTimeout:   5 * time.Second,
+		KillGrace:      300 * time.Millisecond,
+		SampleInterval: 20 * time.Millisecond,
+		MaxProcesses:   20,
+		MaxThreads:     200,
+		RestartBackoff: 50 * time.Millisecond,
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// newMark returns a marker unique to one test.
+func newMark(t testing.TB) string {
+	return fmt.Sprintf("mark-%s-%d", strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()), time.Now().UnixNano())
+}
+
+// marked lists the live (non-zombie) processes whose command line contains mark.
+func marked(mark string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !strings.Contains(string(b), mark) {
+			continue
+		}
+		if alive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// assertNoneLeft waits up to d for every marked process to be gone.
+func assertNoneLeft(t testing.TB, mark string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		left := marked(mark)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d processes left behind: %v", len(left), left)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// call calls tool with JSON arguments.
+func call(t testing.TB, tool plugin.Tool, args string, timeout time.Duration) (*plugin.Result, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return tool.Call(ctx, &plugin.Request{ID: "t", Name: tool.Descriptor().Name, Arguments: json.RawMessage(args)})
+}
+
+// mustServe asserts that the tool answers a normal call.
+func mustServe(t testing.TB, tool plugin.Tool) {
+	t.Helper()
+	res, err := call(t, tool, `{"text":"still here"}`, 10*time.Second)
+	if err != nil {
+		t.Fatalf("host stopped serving: %v", err)
+	}
+	if got := res.TextContent(); got != "echo: still here" {
+		t.Fatalf("echo = %q", got)
+	}
+}
+
+func load(t testing.TB, a *Adapter, spec *plugin.Spec) plugin.Tool {
+	t.Helper()
+	tool, err := a.Load(context.Background(), spec)
+	if err != nil {
+		t.Fatalf("load %s: %v", spec.Name, err)
+	}
+	return tool
+}
+
+// startTestHost starts the test binary as a host process (runTestHost) and
+// returns it with the pids its plugins started.
+func startTestHost(t *testing.T, mark string) (*exec.Cmd, []int) {
+	exe, _ := os.Executable()
+	cmd := exec.Command(exe, testPluginArg, "host", t.TempDir(), mark)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line := make(chan string, 1)
+	go func() {
+		s := bufio.NewScanner(out)
+		for s.Scan() {
+			if strings.HasPrefix(s.Text(), "READY") || strings.HasPrefix(s.Text(), "ERROR") {
+				line <- s.Text()
+				return
+			}
+		}
+		close(line)
+	}()
+	var l string
+	select {
+	case l = <-line:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("test host did not get ready")
+	}
+	if !strings.HasPrefix(l, "READY") {
+		cmd.Process.Kill()
+		t.Fatalf("test host: %s", l)
+	}
+	var pids []int
+	for _, f := range strings.Fields(l)[1:] {
+		n, _ := strconv.Atoi(f)
+		pids = append(pids, n)
+	}
+	return cmd, pids
+}
+
+var _ = filepath.Join
+
+func testLogLevel() hclog.Level {
+	if os.Getenv("TOOLHOST_TEST_DEBUG") != "" {
+		return hclog.Debug
+	}
+	return hclog.Warn
+}
