@@ -137,13 +137,13 @@ func instrument(m *wasmbin.Module) ([]byte, error) {
 	globals = append(globals, wasmbin.Global{Type: wasmbin.I64, Mutable: true, Init: []byte{wasmbin.OpI64Const, 0, wasmbin.OpEnd}})
 
 	// Instrument every defined function.
-	ins := &instrumenter{global: fuelGlobal, exhausted: fExhausted, remap: remap}
+	ins := &instrumenter{global: fuelGlobal, exhausted: fExhausted, remap: remap, types: &types}
 	for i := range codes {
 		ti := funcs[i]
 		if int(ti) >= len(types) {
 			return nil, fmt.Errorf("%w: function %d has type %d", wasmbin.ErrMalformed, i, ti)
 		}
-		body, err := ins.function(&codes[i], len(types[ti].Params))
+		body, err := ins.function(&codes[i], len(types[ti].Params), types[ti].Results)
 		if err != nil {
 			return nil, fmt.Errorf("function %d: %w", uint32(i)+nImported, err)
 		}
@@ -269,6 +269,8 @@ type instrumenter struct {
 	exhausted uint32 // imported trap function
 	remap     func(uint32) uint32
 	costs     []int64 // scratch: cost of each segment of the current function
+	types     *[]wasmbin.FuncType
+	blockType map[string]uint32 // result types -> index of a () -> results type
 }
 
 // cost is the fuel charged for one instruction: structural markers are free,
@@ -293,7 +295,7 @@ func endsSegment(op byte) bool {
 	return false
 }
 
-func (ins *instrumenter) function(code *wasmbin.Code, nParams int) ([]byte, error) {
+func (ins *instrumenter) function(code *wasmbin.Code, nParams int, results []byte) ([]byte, error) {
 	body := code.Body
 	local := uint32(uint64(nParams) + code.NumLocals())
 	code.Locals = append(code.Locals, wasmbin.LocalRun{Count: 1, Type: wasmbin.I64})
@@ -325,14 +327,31 @@ func (ins *instrumenter) function(code *wasmbin.Code, nParams int) ([]byte, erro
 		return nil, fmt.Errorf("%w: unbalanced blocks", wasmbin.ErrMalformed)
 	}
 
-	// Pass 2: emit.
+	// Pass 2: emit
+	//
+	//	global.get $fuel; local.set $f
+	//	block $trap
+	//	  block $body (result ...)
+	//	    charge + check; body with charges, checks (br_if $trap) and
+	//	    flushes around calls and returns
+	//	  end
+	//	  flush; return
+	//	end
+	//	local.get $f; call $exhausted; unreachable
+	//	end
+	//
+	// Keeping the trap call out of loops keeps it out of the register
+	// allocator's way on the hot path. Branches to the function's label now
+	// land at the end of $body, which has the same results, so labels need no
+	// renumbering.
 	out := make([]byte, 0, len(body)+len(body)/2+32)
 	out = append(out, wasmbin.OpGlobalGet)
 	out = wasmbin.AppendU32(out, ins.global)
-	out = append(out, wasmbin.OpLocalSet)
-	out = wasmbin.AppendU32(out, local)
+	out = appendLocal(out, wasmbin.OpLocalSet, local)
+	out = append(out, wasmbin.OpBlock, wasmbin.BlockTypeEmpty, wasmbin.OpBlock)
+	out = ins.appendBlockType(out, results)
 	seg := 0
-	out = ins.charge(out, local, ins.costs[seg], true)
+	out = ins.charge(out, local, ins.costs[seg], 1)
 	d = wasmbin.NewDecoder(body)
 	depth = 0
 	for !d.EOF() {
@@ -341,27 +360,10 @@ func (ins *instrumenter) function(code *wasmbin.Code, nParams int) ([]byte, erro
 			return nil, err
 		}
 		final := in.Op == wasmbin.OpEnd && depth == 0
-		flush := false
 		switch in.Op {
 		case wasmbin.OpCall, wasmbin.OpCallIndirect, wasmbin.OpReturn,
 			wasmbin.OpReturnCall, wasmbin.OpReturnCallIndirect:
-			flush = true
-		case wasmbin.OpBr, wasmbin.OpBrIf:
-			flush = int(in.Index) == depth
-		case wasmbin.OpBrTable:
-			for _, l := range in.Labels {
-				if int(l) == depth {
-					flush = true
-					break
-				}
-			}
-		case wasmbin.OpEnd:
-			flush = final
-		}
-		if flush {
-			out = appendLocal(out, wasmbin.OpLocalGet, local)
-			out = append(out, wasmbin.OpGlobalSet)
-			out = wasmbin.AppendU32(out, ins.global)
+			out = ins.flush(out, local)
 		}
 		out = wasmbin.AppendInstr(out, body, &in, ins.remap)
 		switch in.Op {
@@ -374,12 +376,51 @@ func (ins *instrumenter) function(code *wasmbin.Code, nParams int) ([]byte, erro
 		case wasmbin.OpEnd:
 			depth--
 		}
-		if endsSegment(in.Op) && !final {
+		if final {
+			break
+		}
+		if endsSegment(in.Op) {
 			seg++
-			out = ins.charge(out, local, ins.costs[seg], in.Op == wasmbin.OpLoop)
+			trap := -1
+			if in.Op == wasmbin.OpLoop {
+				trap = depth + 1
+			}
+			out = ins.charge(out, local, ins.costs[seg], trap)
 		}
 	}
-	return out, nil
+	out = ins.flush(out, local)
+	out = append(out, wasmbin.OpReturn, wasmbin.OpEnd)
+	out = appendLocal(out, wasmbin.OpLocalGet, local)
+	out = append(out, wasmbin.OpCall)
+	out = wasmbin.AppendU32(out, ins.exhausted)
+	return append(out, wasmbin.OpUnreachable, wasmbin.OpEnd), nil
+}
+
+// appendBlockType appends the block type of a block with no parameters and
+// the given results, adding a function type for multiple results.
+func (ins *instrumenter) appendBlockType(out []byte, results []byte) []byte {
+	switch len(results) {
+	case 0:
+		return append(out, wasmbin.BlockTypeEmpty)
+	case 1:
+		return append(out, results[0])
+	}
+	if ins.blockType == nil {
+		ins.blockType = map[string]uint32{}
+	}
+	ti, ok := ins.blockType[string(results)]
+	if !ok {
+		ti = uint32(len(*ins.types))
+		*ins.types = append(*ins.types, wasmbin.FuncType{Results: results})
+		ins.blockType[string(results)] = ti
+	}
+	return wasmbin.AppendS64(out, int64(ti))
+}
+
+func (ins *instrumenter) flush(out []byte, local uint32) []byte {
+	out = appendLocal(out, wasmbin.OpLocalGet, local)
+	out = append(out, wasmbin.OpGlobalSet)
+	return wasmbin.AppendU32(out, ins.global)
 }
 
 func appendLocal(out []byte, op byte, local uint32) []byte {
@@ -387,12 +428,12 @@ func appendLocal(out []byte, op byte, local uint32) []byte {
 	return wasmbin.AppendU32(out, local)
 }
 
-// charge emits code subtracting c from the fuel local and, when check is set,
-// trapping through the exhausted import if the local went negative. A check
-// always charges at least one unit so that every loop iteration and every
-// call makes progress towards exhaustion.
-func (ins *instrumenter) charge(out []byte, local uint32, c int64, check bool) []byte {
-	if check && c == 0 {
+// charge emits code subtracting c from the fuel local and, when trap is a
+// label (>= 0), branching to it if the local went negative. A check always
+// charges at least one unit so that every loop iteration and every call
+// makes progress towards exhaustion.
+func (ins *instrumenter) charge(out []byte, local uint32, c int64, trap int) []byte {
+	if trap >= 0 && c == 0 {
 		c = 1
 	}
 	if c == 0 {
@@ -402,13 +443,10 @@ func (ins *instrumenter) charge(out []byte, local uint32, c int64, check bool) [
 	out = append(out, wasmbin.OpI64Const)
 	out = wasmbin.AppendS64(out, c)
 	out = append(out, wasmbin.OpI64Sub)
-	if !check {
+	if trap < 0 {
 		return appendLocal(out, wasmbin.OpLocalSet, local)
 	}
 	out = appendLocal(out, wasmbin.OpLocalTee, local)
-	out = append(out, wasmbin.OpI64Const, 0, wasmbin.OpI64LtS, wasmbin.OpIf, wasmbin.BlockTypeEmpty)
-	out = appendLocal(out, wasmbin.OpLocalGet, local)
-	out = append(out, wasmbin.OpCall)
-	out = wasmbin.AppendU32(out, ins.exhausted)
-	return append(out, wasmbin.OpUnreachable, wasmbin.OpEnd)
+	out = append(out, wasmbin.OpI64Const, 0, wasmbin.OpI64LtS)
+	return appendLocal(out, wasmbin.OpBrIf, uint32(trap))
 }

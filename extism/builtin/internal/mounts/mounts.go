@@ -162,7 +162,7 @@ func (s Set) Display(abs string) string {
 	return abs
 }
 
-// ErrEROFS is the error a write to a read-only mount fails with.
+// errROFS is what a write to a read-only mount fails with.
 var errROFS = syscall.EROFS
 
 // FromOS turns an error from the os package into an *Error with the

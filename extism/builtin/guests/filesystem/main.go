@@ -1,0 +1,92 @@
+//go:build wasip1
+
+// Command filesystem is toolhost's built-in file plugin: filesystem.read,
+// .list, .search, .write, .edit and .delete over the directories the
+// operator mounts (docs/tools.md). It sees nothing else: every path goes
+// through the host's os.Root-backed mounts, and this plugin refuses paths
+// outside them before it even asks.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+
+	pdk "github.com/extism/go-pdk"
+
+	"github.com/toolhost/toolhost/extism/builtin/internal/mounts"
+	"github.com/toolhost/toolhost/shared/guest"
+)
+
+func main() {}
+
+func init() {
+	guest.Register(readTool(), listTool(), searchTool(), writeTool(), editTool(), deleteTool())
+}
+
+// Defaults of the Extism config keys this plugin reads.
+const (
+	defaultMaxFileSize = 10 << 20
+	defaultMaxEntries  = 1000
+)
+
+// fail turns an *mounts.Error into a failed result with its code.
+func fail(e *mounts.Error) *guest.Result { return guest.ErrorCode(e.Code, "%s", e.Msg) }
+
+func invalid(format string, args ...any) *guest.Result {
+	return guest.ErrorCode(mounts.CodeInvalidRequest, format, args...)
+}
+
+// decode reads the arguments strictly: an unknown field is a mistake the
+// model should hear about.
+func decode(c *guest.Call, v any) *guest.Result {
+	if len(c.Arguments) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(c.Arguments))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return invalid("invalid arguments: %v", err)
+	}
+	return nil
+}
+
+// configSize reads a size from the plugin's Extism config.
+func configSize(key string, def int64) (int64, *guest.Result) {
+	v, ok := pdk.GetConfig(key)
+	if !ok || v == "" {
+		return def, nil
+	}
+	n, err := mounts.ParseSize(v)
+	if err != nil || n <= 0 {
+		return 0, guest.ErrorCode(mounts.CodeFailed, "the operator's config %s = %q is not a size: %v", key, v, err)
+	}
+	return n, nil
+}
+
+func configInt(key string, def int) (int, *guest.Result) {
+	v, ok := pdk.GetConfig(key)
+	if !ok || v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, guest.ErrorCode(mounts.CodeFailed, "the operator's config %s = %q is not a positive number", key, v)
+	}
+	return n, nil
+}
+
+// resolve resolves a path argument against this instance's mounts.
+func resolve(p string) (mounts.Path, *guest.Result) {
+	r, err := mounts.Discover().Resolve(p)
+	if err != nil {
+		return r, fail(err)
+	}
+	return r, nil
+}
+
+// isBinary reports whether data looks binary: a NUL byte in its first 8 KiB,
+// the test git and grep use.
+func isBinary(data []byte) bool {
+	return bytes.IndexByte(data[:min(len(data), 8<<10)], 0) >= 0
+}

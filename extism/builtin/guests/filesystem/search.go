@@ -1,0 +1,332 @@
+//go:build wasip1
+
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/toolhost/toolhost/extism/builtin/internal/match"
+	"github.com/toolhost/toolhost/extism/builtin/internal/mounts"
+	"github.com/toolhost/toolhost/shared/guest"
+)
+
+const searchSchema = `{
+  "type": "object",
+  "properties": {
+    "path": {"type": "string", "description": "Directory (or file) to search, relative to the workspace or absolute inside a mounted directory. Default: the workspace."},
+    "name": {"type": "string", "description": "Only files whose name matches this glob (\"*.go\", \"src/**/*_test.go\", \"*.{md,txt}\"); a pattern without / matches the file name."},
+    "pattern": {"type": "string", "minLength": 1, "description": "Text to find in file contents: a literal string, or a Go regular expression (RE2 syntax) when regex is true."},
+    "regex": {"type": "boolean", "description": "Treat pattern as a regular expression. Default false."},
+    "case_sensitive": {"type": "boolean", "description": "Default true."},
+    "max_results": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "Most results to return. Default 100."}
+  },
+  "anyOf": [{"required": ["name"]}, {"required": ["pattern"]}],
+  "additionalProperties": false
+}`
+
+type searchIn struct {
+	Path          string `json:"path"`
+	Name          string `json:"name"`
+	Pattern       string `json:"pattern"`
+	Regex         bool   `json:"regex"`
+	CaseSensitive *bool  `json:"case_sensitive"`
+	MaxResults    int    `json:"max_results"`
+}
+
+func searchTool() guest.Tool {
+	return guest.Tool{
+		Name:  "filesystem.search",
+		Title: "Search files",
+		Description: "Find files by name (glob) and/or by content (literal text or regular expression). " +
+			"Content matches are reported as path:line:column: line. Binary files, .git and what .gitignore excludes are skipped.",
+		InputSchema: []byte(searchSchema),
+		ReadOnly:    true,
+		Handler:     search,
+	}
+}
+
+// maxShownLine bounds how much of a matching line is shown.
+const maxShownLine = 240
+
+// searcher holds one search's state.
+type searcher struct {
+	ms      mounts.Set
+	name    *match.Glob
+	literal []byte
+	re      *regexp.Regexp
+	content bool
+	max     int
+	maxSize int64
+
+	ig      match.Ignore
+	buf     []byte
+	out     strings.Builder
+	results int
+	files   int // files whose content was searched
+	skipped struct{ binary, large, badName int }
+	done    bool
+}
+
+func search(c *guest.Call) (*guest.Result, error) {
+	var in searchIn
+	if r := decode(c, &in); r != nil {
+		return r, nil
+	}
+	if in.Name == "" && in.Pattern == "" {
+		return invalid("give name (a glob for file names), pattern (text to find in files), or both"), nil
+	}
+	s := &searcher{max: in.MaxResults, ms: mounts.Discover()}
+	if s.max == 0 {
+		s.max = 100
+	}
+	if s.max < 0 || s.max > 1000 {
+		return invalid("max_results must be between 1 and 1000"), nil
+	}
+	var r *guest.Result
+	if s.maxSize, r = configSize("max_file_size", defaultMaxFileSize); r != nil {
+		return r, nil
+	}
+	if in.Name != "" {
+		g, err := match.Compile(in.Name)
+		if err != nil {
+			return invalid("name: %v", err), nil
+		}
+		s.name = g
+	}
+	if in.Pattern != "" {
+		if strings.IndexByte(in.Pattern, 0) >= 0 {
+			return invalid("pattern contains a NUL byte"), nil
+		}
+		s.content = true
+		caseSensitive := in.CaseSensitive == nil || *in.CaseSensitive
+		switch {
+		case in.Regex:
+			expr := "(?m)" + in.Pattern
+			if !caseSensitive {
+				expr = "(?i)" + expr
+			}
+			re, err := regexp.Compile(expr)
+			if err != nil {
+				return invalid("pattern is not a valid regular expression: %v", err), nil
+			}
+			s.re = re
+		case caseSensitive:
+			s.literal = []byte(in.Pattern)
+		default:
+			s.re = regexp.MustCompile("(?i)" + regexp.QuoteMeta(in.Pattern))
+		}
+	}
+	p, e := s.ms.Resolve(in.Path)
+	if e != nil {
+		return fail(e), nil
+	}
+	fi, err := os.Stat(p.Abs)
+	if err != nil {
+		return fail(mounts.FromOS(p.Display, err)), nil
+	}
+	s.buf = make([]byte, 256<<10)
+	if fi.IsDir() {
+		if _, err := os.ReadDir(p.Abs); err != nil {
+			return fail(mounts.FromOS(p.Display, err)), nil
+		}
+		s.walk(p.Abs, "")
+	} else {
+		s.file(p.Abs, path.Base(p.Abs))
+	}
+	return guest.Text(s.summary(in)), nil
+}
+
+// walk searches the directory dir, whose path relative to the search root
+// is rel. Entry types come from the directory listing itself, so the walk
+// makes no stat calls.
+func (s *searcher) walk(dir, rel string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	mark := s.ig.Len()
+	defer s.ig.Truncate(mark)
+	for _, de := range entries {
+		if de.Name() == ".gitignore" && de.Type().IsRegular() {
+			if b, err := os.ReadFile(path.Join(dir, ".gitignore")); err == nil {
+				s.ig.Add(rel, string(b))
+			}
+			break
+		}
+	}
+	for _, de := range entries {
+		if s.done {
+			return
+		}
+		name := de.Name()
+		r := name
+		if rel != "" {
+			r = rel + "/" + name
+		}
+		switch t := de.Type(); {
+		case t.IsDir():
+			if name == ".git" || s.ig.Ignored(r, true) {
+				continue
+			}
+			s.walk(dir+"/"+name, r)
+		case t.IsRegular():
+			if s.ig.Ignored(r, false) {
+				continue
+			}
+			s.file(dir+"/"+name, r)
+		}
+	}
+}
+
+// file checks one regular file.
+func (s *searcher) file(abs, rel string) {
+	if s.name != nil && !s.name.Match(rel) {
+		return
+	}
+	shown, ok := displayName(s.ms.Display(abs))
+	if !ok {
+		s.skipped.badName++
+		if s.content {
+			return
+		}
+	}
+	if !s.content {
+		s.add(shown + "\n")
+		return
+	}
+	data, ok := s.read(abs)
+	if !ok {
+		return
+	}
+	if isBinary(data) {
+		s.skipped.binary++
+		return
+	}
+	s.files++
+	s.scan(shown, data)
+}
+
+// read reads a whole file into the reusable buffer; false if it could not
+// be read or is over the size limit.
+func (s *searcher) read(abs string) ([]byte, bool) {
+	f, err := os.Open(abs)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	n := 0
+	for {
+		if n == len(s.buf) {
+			if int64(n) > s.maxSize {
+				s.skipped.large++
+				return nil, false
+			}
+			s.buf = append(s.buf, make([]byte, len(s.buf))...)
+		}
+		m, err := f.Read(s.buf[n:])
+		n += m
+		if err == io.EOF || (err == nil && m == 0) {
+			break
+		}
+		if err != nil {
+			return nil, false
+		}
+	}
+	if int64(n) > s.maxSize {
+		s.skipped.large++
+		return nil, false
+	}
+	return s.buf[:n], true
+}
+
+// scan reports every line of data with a match, once, at the column of
+// its first match.
+func (s *searcher) scan(shown string, data []byte) {
+	line, lineStart, counted := 1, 0, 0
+	pos := 0
+	for pos <= len(data) && !s.done {
+		var at int
+		if s.literal != nil {
+			i := bytes.Index(data[pos:], s.literal)
+			if i < 0 {
+				return
+			}
+			at = pos + i
+		} else {
+			loc := s.re.FindIndex(data[pos:])
+			if loc == nil {
+				return
+			}
+			at = pos + loc[0]
+		}
+		line += bytes.Count(data[counted:at], []byte{'\n'})
+		counted = at
+		if i := bytes.LastIndexByte(data[:at], '\n'); i >= 0 {
+			lineStart = i + 1
+		} else {
+			lineStart = 0
+		}
+		end := bytes.IndexByte(data[at:], '\n')
+		if end < 0 {
+			end = len(data)
+		} else {
+			end += at
+		}
+		col := utf8.RuneCount(data[lineStart:at]) + 1
+		text := data[lineStart:end]
+		text = bytes.TrimRight(text, "\r")
+		if len(text) > maxShownLine {
+			cut := maxShownLine
+			for cut > 0 && !utf8.RuneStart(text[cut]) {
+				cut--
+			}
+			text = append(text[:cut:cut], "…"...)
+		}
+		s.add(fmt.Sprintf("%s:%d:%d: %s\n", shown, line, col, text))
+		pos = end + 1
+	}
+}
+
+func (s *searcher) add(line string) {
+	s.out.WriteString(line)
+	s.results++
+	if s.results >= s.max {
+		s.done = true
+	}
+}
+
+func (s *searcher) summary(in searchIn) string {
+	var notes []string
+	what := "files"
+	if s.content {
+		what = "matching lines"
+	}
+	switch {
+	case s.results == 0:
+		notes = append(notes, "no matches")
+	case s.done:
+		notes = append(notes, fmt.Sprintf("stopped after %d %s (max_results); narrow the search to see the rest", s.results, what))
+	default:
+		notes = append(notes, fmt.Sprintf("%d %s", s.results, what))
+	}
+	if s.content {
+		notes = append(notes, fmt.Sprintf("%d files searched", s.files))
+	}
+	if s.skipped.binary > 0 {
+		notes = append(notes, fmt.Sprintf("%d binary files skipped", s.skipped.binary))
+	}
+	if s.skipped.large > 0 {
+		notes = append(notes, fmt.Sprintf("%d files over %d bytes (max_file_size) skipped", s.skipped.large, s.maxSize))
+	}
+	if s.skipped.badName > 0 {
+		notes = append(notes, fmt.Sprintf("%d files with names that are not UTF-8", s.skipped.badName))
+	}
+	return s.out.String() + "[" + strings.Join(notes, "; ") + "]"
+}

@@ -1,0 +1,75 @@
+package match
+
+import "testing"
+
+func TestGlob(t *testing.T) {
+	tests := []struct {
+		pat, path string
+		want      bool
+	}{
+		{"*.go", "main.go", true},
+		{"*.go", "a/b/main.go", true},
+		{"*.go", "main.goo", false},
+		{"*.{go,md}", "docs/x.md", true},
+		{"*.{go,md}", "docs/x.txt", false},
+		{"docs/*.md", "docs/x.md", true},
+		{"docs/*.md", "docs/a/x.md", false},
+		{"docs/**/*.md", "docs/x.md", true},
+		{"docs/**/*.md", "docs/a/b/x.md", true},
+		{"**/test", "a/test", true},
+		{"**", "a/b", true},
+		{"?.txt", "a.txt", true},
+		{"[ab].txt", "c.txt", false},
+		{"/docs/*.md", "docs/x.md", true},
+	}
+	for _, tt := range tests {
+		g, err := Compile(tt.pat)
+		if err != nil {
+			t.Fatalf("Compile(%q): %v", tt.pat, err)
+		}
+		if got := g.Match(tt.path); got != tt.want {
+			t.Errorf("%q.Match(%q) = %v, want %v", tt.pat, tt.path, got, tt.want)
+		}
+	}
+	for _, bad := range []string{"", "[", "{a,b", "a}", "{a,{b}}", "{a,b}{c,d}{e,f}{g,h}{i,j}{k,l}{m,n}{o,p}{q,r}"} {
+		if _, err := Compile(bad); err == nil {
+			t.Errorf("Compile(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestIgnore(t *testing.T) {
+	var ig Ignore
+	ig.Add("", "# comment\n*.log\n/build/\nnode_modules\n!keep.log\nsecret/*.txt\n\n")
+	ig.Add("sub", "*.tmp\n!important.log\n")
+	tests := []struct {
+		path  string
+		dir   bool
+		want  bool
+	}{
+		{"a.log", false, true},
+		{"x/a.log", false, true},
+		{"keep.log", false, false},
+		{"build", true, true},
+		{"build", false, false},
+		{"x/build", true, false},
+		{"node_modules", true, true},
+		{"x/node_modules", true, true},
+		{"secret/a.txt", false, true},
+		{"secret/b/a.txt", false, false},
+		{"sub/a.tmp", false, true},
+		{"a.tmp", false, false},
+		{"sub/important.log", false, false},
+		{"main.go", false, false},
+	}
+	for _, tt := range tests {
+		if got := ig.Ignored(tt.path, tt.dir); got != tt.want {
+			t.Errorf("Ignored(%q, %v) = %v, want %v", tt.path, tt.dir, got, tt.want)
+		}
+	}
+	n := ig.Len()
+	ig.Truncate(1)
+	if ig.Ignored("sub/a.tmp", false) || n != 2 {
+		t.Errorf("Truncate did not drop the sub rules")
+	}
+}
