@@ -7,6 +7,7 @@ import (
 	"github.com/toolhost/toolhost/extism"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/plugin/config"
+	"github.com/toolhost/toolhost/subprocess"
 )
 
 // builtinAdapter builds one adapter kind from the configuration.
@@ -24,6 +25,9 @@ func builtinAdapters() []builtinAdapter {
 				CacheDir: filepath.Join(cfg.Host.CacheDir, "wasm"),
 				Logger:   log,
 			})
+		}},
+		{kind: subprocess.Kind, build: func(cfg *config.Config, log hclog.Logger) (plugin.Adapter, error) {
+			return subprocess.New(subprocess.Config{Logger: log})
 		}},
 	}
 }

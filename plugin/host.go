@@ -236,9 +236,6 @@ func (h *Host) Register(spec Spec, t Tool) error {
 	h.wire[w] = spec.Name
 	h.tools[spec.Name] = e
 	h.order = append(h.order, spec.Name)
-	if spec.Capabilities.Subprocess {
-		h.log.Warn("tool runs native code in the subprocess tier (tool.exec.subprocess)", "tool", spec.Name)
-	}
 	return nil
 }
 

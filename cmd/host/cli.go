@@ -89,7 +89,7 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.StringVar(&a.g.logLevel, "log-level", "", "log level: trace, debug, info, warn, error, off (default: the config's log_level)")
 	pf.BoolVar(&a.g.logJSON, "log-json", false, "log as JSON lines")
 	pf.BoolVar(&a.g.noColor, "no-color", false, "do not color diagnostics")
-	root.AddCommand(a.toolsCommand(), a.callCommand(), a.validateCommand(), a.versionCommand(), a.artifactCommand())
+	root.AddCommand(a.toolsCommand(), a.callCommand(), a.validateCommand(), a.versionCommand(), a.artifactCommand(), a.doctorCommand())
 	for _, c := range extraCommands(a) {
 		root.AddCommand(c)
 	}

@@ -11,9 +11,16 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/toolhost/toolhost/subprocess"
 )
 
 func main() {
+	// When the host re-executes itself as the subprocess sandbox shim, this
+	// takes over (rlimits, Landlock, seccomp, then exec of the plugin) and
+	// never returns. It must come before anything else.
+	subprocess.MaybeRunShim()
+
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

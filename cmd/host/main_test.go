@@ -1,0 +1,15 @@
+package main
+
+import (
+	"os"
+	"testing"
+
+	"github.com/toolhost/toolhost/subprocess"
+)
+
+// TestMain lets the test binary serve as the subprocess sandbox shim, as the
+// real host binary does: the subprocess adapter re-executes os.Executable().
+func TestMain(m *testing.M) {
+	subprocess.MaybeRunShim()
+	os.Exit(m.Run())
+}
