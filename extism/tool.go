@@ -294,7 +294,7 @@ func (t *wasmTool) Call(ctx context.Context, req *plugin.Request) (*plugin.Resul
 	if err != nil {
 		return nil, &plugin.Error{Code: plugin.CodeOutputInvalid, Tool: t.spec.Name, Message: err.Error()}
 	}
-	if res.IsError {
+	if res.IsError && res.Code == "" {
 		res.Code = plugin.CodeToolExecutionFailed
 	}
 	return res, nil

@@ -2,6 +2,7 @@ package fuel
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -78,6 +79,83 @@ func BenchmarkCPU(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkCPUInterleaved runs the three modes of BenchmarkCPU back to back
+// in every iteration and reports the median time of each plus the ratios,
+// which holds up better than separate benchmarks on a shared, noisy machine.
+//
+//	go test -run '^$' -bench BenchmarkCPUInterleaved -benchtime 200x ./extism/internal/fuel/
+func BenchmarkCPUInterleaved(b *testing.B) {
+	goWasm := goGuest(b)
+	goFuel, err := Instrument(goWasm)
+	if err != nil {
+		b.Fatal(err)
+	}
+	loopWasm := tightLoopModule()
+	loopFuel, err := Instrument(loopWasm)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cases := []struct {
+		name       string
+		plain, met []byte
+		fn         string
+		arg        uint64
+	}{
+		{"go-spin", goWasm, goFuel, "spin", 200_000},
+		{"go-json", goWasm, goFuel, "jsonwork", 5},
+		{"go-fib", goWasm, goFuel, "fib", 18},
+		{"wasm-loop", loopWasm, loopFuel, "run", 200_000},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			ctx := context.Background()
+			plainRT := newRuntime(b, nil)
+			deadlineRT := newRuntime(b, wazero.NewRuntimeConfig().WithCloseOnContextDone(true))
+			none := instantiate(b, ctx, plainRT, c.plain).ExportedFunction(c.fn)
+			metered := instantiate(b, ctx, plainRT, c.met).ExportedFunction(c.fn)
+			deadline := instantiate(b, ctx, deadlineRT, c.plain).ExportedFunction(c.fn)
+			var tNone, tFuel, tDeadline []time.Duration
+			b.ReportAllocs()
+			for b.Loop() {
+				start := time.Now()
+				if _, err := none.Call(ctx, c.arg); err != nil {
+					b.Fatal(err)
+				}
+				tNone = append(tNone, time.Since(start))
+
+				start = time.Now()
+				if _, err := metered.Call(WithMeter(ctx, NewMeter(1<<60)), c.arg); err != nil {
+					b.Fatal(err)
+				}
+				tFuel = append(tFuel, time.Since(start))
+
+				start = time.Now()
+				dctx, cancel := context.WithTimeout(ctx, time.Minute)
+				if _, err := deadline.Call(dctx, c.arg); err != nil {
+					b.Fatal(err)
+				}
+				cancel()
+				tDeadline = append(tDeadline, time.Since(start))
+			}
+			n, f, d := median(tNone), median(tFuel), median(tDeadline)
+			b.ReportMetric(float64(n.Nanoseconds()), "none-ns")
+			b.ReportMetric(float64(f.Nanoseconds()), "fuel-ns")
+			b.ReportMetric(float64(d.Nanoseconds()), "deadline-ns")
+			b.ReportMetric(float64(f)/float64(n), "fuel/none")
+			b.ReportMetric(float64(d)/float64(n), "deadline/none")
+		})
+	}
+}
+
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // BenchmarkInstrument measures the load-time cost of rewriting a Go guest.
