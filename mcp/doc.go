@@ -1,0 +1,18 @@
+// Package mcp makes toolhost speak the Model Context Protocol both ways,
+// with the official Go SDK (github.com/modelcontextprotocol/go-sdk).
+//
+// As a server ([NewServer]), it offers the tools of a plugin.Host to MCP
+// clients over stdio ([Server.ServeStdio]) or streamable HTTP
+// ([Server.HTTPHandler], [Server.ServeHTTP]). Every call goes through
+// Host.Invoke, so policy, approval, validation, limits, truncation and audit
+// apply exactly as for any other caller. Tool names are sent as
+// plugin.WireName(name); truncated outputs link to their full text as a
+// resource (toolhost://artifacts/{id}); approvals and questions become
+// elicitations when the client supports them ([Approver]).
+//
+// As a client ([NewAdapter]), it is the plugin.Adapter of kind "mcp": each
+// tool a configuration allows from a remote server (mcp_server blocks)
+// becomes a tool named server/tool, called over streamable HTTP.
+//
+// docs/mcp.md is the user-facing reference for both directions.
+package mcp

@@ -1,0 +1,323 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// HTTPOptions configure the streamable HTTP front-end. The zero value is
+// the safe default for a server bound to 127.0.0.1: loopback Host and
+// Origin only, no token, 4 MiB bodies, 8 calls in flight per client.
+type HTTPOptions struct {
+	// Token, when set, is the bearer token every request must carry
+	// (Authorization: Bearer TOKEN). Compared in constant time.
+	Token string
+	// AllowedHosts are Host header names accepted besides localhost,
+	// 127.0.0.1 and ::1 (the DNS rebinding defence). Needed when the server
+	// is reached under another name.
+	AllowedHosts []string
+	// AllowedOrigins are browser origins ("https://app.example.com")
+	// accepted besides loopback ones. A request without Origin (a native
+	// client) is accepted.
+	AllowedOrigins []string
+	// MaxBodyBytes caps a request body (default 4 MiB); larger ones get 413.
+	MaxBodyBytes int64
+	// MaxConcurrent caps the JSON-RPC requests one client (one
+	// Mcp-Session-Id, or one address before it has a session) may have in
+	// flight (default 8); more get 429.
+	MaxConcurrent int
+	// SessionTimeout closes sessions idle that long (default 30m).
+	SessionTimeout time.Duration
+}
+
+func (o HTTPOptions) withDefaults() HTTPOptions {
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 4 << 20
+	}
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = 8
+	}
+	if o.SessionTimeout <= 0 {
+		o.SessionTimeout = 30 * time.Minute
+	}
+	return o
+}
+
+// HTTPHandler returns the streamable HTTP handler (one endpoint; POST, GET
+// and DELETE as the MCP spec describes, sessions keyed by Mcp-Session-Id),
+// wrapped in the checks of opts. Mount it at /mcp.
+func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler { return s.newGuard(opts) }
+
+func (s *Server) newGuard(opts HTTPOptions) *guard {
+	opts = opts.withDefaults()
+	inner := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{
+		SessionTimeout:      opts.SessionTimeout,
+		MaxRequestBodyBytes: opts.MaxBodyBytes,
+	})
+	return &guard{opts: opts, next: inner, log: s.log, inflight: map[string]int{}, idle: closedChan()}
+}
+
+func closedChan() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
+// guard is the HTTP hardening in front of the SDK's handler.
+type guard struct {
+	opts HTTPOptions
+	next http.Handler
+	log  interface {
+		Warn(string, ...any)
+	}
+
+	mu       sync.Mutex
+	inflight map[string]int
+	posts    int           // POSTs being served
+	idle     chan struct{} // closed while posts == 0
+}
+
+// trackPOST counts a POST until the returned function is called, so that
+// shutdown can wait until every answer has been written.
+func (g *guard) trackPOST() func() {
+	g.mu.Lock()
+	if g.posts == 0 {
+		g.idle = make(chan struct{})
+	}
+	g.posts++
+	g.mu.Unlock()
+	return func() {
+		g.mu.Lock()
+		if g.posts--; g.posts == 0 {
+			close(g.idle)
+		}
+		g.mu.Unlock()
+	}
+}
+
+// drained returns a channel closed when no POST is being served.
+func (g *guard) drained() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.idle
+}
+
+func httpError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32000, "message": msg}})
+	w.Write(b)
+}
+
+func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !g.hostAllowed(r.Host) {
+		g.log.Warn("refused request: Host not allowed", "host", r.Host, "remote", r.RemoteAddr)
+		httpError(w, http.StatusForbidden, "Host not allowed")
+		return
+	}
+	if o := r.Header.Get("Origin"); o != "" && !g.originAllowed(o) {
+		g.log.Warn("refused request: Origin not allowed", "origin", o, "remote", r.RemoteAddr)
+		httpError(w, http.StatusForbidden, "Origin not allowed")
+		return
+	}
+	if g.opts.Token != "" {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(g.opts.Token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="toolhost"`)
+			httpError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+			return
+		}
+	}
+	if r.Method != http.MethodPost {
+		g.next.ServeHTTP(w, r)
+		return
+	}
+	defer g.trackPOST()()
+	if r.ContentLength > g.opts.MaxBodyBytes {
+		httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", g.opts.MaxBodyBytes))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.opts.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", g.opts.MaxBodyBytes))
+			return
+		}
+		httpError(w, http.StatusBadRequest, "reading the request body failed")
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if !carriesRequest(body) {
+		// Notifications and answers to the server's own requests
+		// (elicitation) are never held back: a call may be waiting on them.
+		g.next.ServeHTTP(w, r)
+		return
+	}
+	key := r.Header.Get("Mcp-Session-Id")
+	if key == "" {
+		key = "addr:" + remoteHost(r.RemoteAddr)
+	}
+	if !g.acquire(key) {
+		w.Header().Set("Retry-After", "1")
+		httpError(w, http.StatusTooManyRequests, fmt.Sprintf("more than %d requests in flight for this client", g.opts.MaxConcurrent))
+		return
+	}
+	defer g.release(key)
+	g.next.ServeHTTP(w, r)
+}
+
+func (g *guard) acquire(key string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.inflight[key] >= g.opts.MaxConcurrent {
+		return false
+	}
+	g.inflight[key]++
+	return true
+}
+
+func (g *guard) release(key string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.inflight[key]--; g.inflight[key] <= 0 {
+		delete(g.inflight, key)
+	}
+}
+
+// carriesRequest reports whether a POST body holds a JSON-RPC request (a
+// message with a method and an id), as opposed to notifications and
+// responses. Unparsable bodies count as requests; the SDK rejects them.
+func carriesRequest(body []byte) bool {
+	type msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	body = bytes.TrimSpace(body)
+	var msgs []msg
+	if len(body) > 0 && body[0] == '[' {
+		if json.Unmarshal(body, &msgs) != nil {
+			return true
+		}
+	} else {
+		var m msg
+		if json.Unmarshal(body, &m) != nil {
+			return true
+		}
+		msgs = []msg{m}
+	}
+	for _, m := range msgs {
+		if m.Method != "" && len(m.ID) > 0 && string(m.ID) != "null" {
+			return true
+		}
+	}
+	return false
+}
+
+func remoteHost(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
+}
+
+var loopbackNames = []string{"localhost", "127.0.0.1", "::1"}
+
+func (g *guard) hostAllowed(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.Trim(host, "[]"))
+	if slices.Contains(loopbackNames, host) {
+		return true
+	}
+	for _, a := range g.opts.AllowedHosts {
+		if strings.EqualFold(a, host) || strings.EqualFold(a, hostport) {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *guard) originAllowed(origin string) bool {
+	for _, a := range g.opts.AllowedOrigins {
+		if strings.EqualFold(strings.TrimSuffix(a, "/"), origin) {
+			return true
+		}
+	}
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	return slices.Contains(loopbackNames, strings.ToLower(u.Hostname()))
+}
+
+// Serve serves MCP over streamable HTTP at /mcp on ln until ctx is done,
+// then shuts down gracefully: it stops accepting, lets calls in flight run
+// for up to grace, cancels the rest (stopping their tools), and closes.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, opts HTTPOptions, grace time.Duration) error {
+	g := s.newGuard(opts)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", g)
+	hs := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	// Stop accepting; Shutdown also waits for idle connections, which
+	// event streams never become, so it runs alongside the call drain.
+	sdctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	hsDone := make(chan struct{})
+	go func() {
+		hs.Shutdown(context.Background())
+		close(hsDone)
+	}()
+	err := s.Shutdown(sdctx)
+	// The calls have returned; let their answers reach the clients, then
+	// end the sessions, whose event streams would otherwise never close.
+	select {
+	case <-g.drained():
+	case <-time.After(5 * time.Second):
+	}
+	time.Sleep(100 * time.Millisecond)
+	for ss := range s.sdk.Sessions() {
+		ss.Close()
+	}
+	select {
+	case <-hsDone:
+	case <-time.After(2 * time.Second):
+	}
+	hs.Close()
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = nil
+	}
+	if e := <-errc; e != nil && !errors.Is(e, http.ErrServerClosed) {
+		return e
+	}
+	return err
+}

@@ -1,0 +1,371 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hashicorp/go-hclog"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolhost/toolhost/plugin"
+)
+
+// ArtifactURIPrefix starts the URI of every artifact offered as an MCP
+// resource: toolhost://artifacts/{id}.
+const ArtifactURIPrefix = "toolhost://artifacts/"
+
+// Keys toolhost adds to the _meta of tools and results.
+const (
+	// MetaName is the tool's toolhost name (the MCP name is its wire name).
+	MetaName = "dev.toolhost/name"
+	// MetaTier is the tool's safety tier.
+	MetaTier = "dev.toolhost/tier"
+	// MetaAvailable is false on a tool whose backend is down.
+	MetaAvailable = "dev.toolhost/available"
+	// MetaUnavailable says why a tool is unavailable.
+	MetaUnavailable = "dev.toolhost/unavailable"
+	// MetaCallID is the host's call ID (audit line, artifacts).
+	MetaCallID = "dev.toolhost/callId"
+	// MetaCode is the stable error code of a failed call.
+	MetaCode = "dev.toolhost/code"
+	// MetaLimit names the limit a LIMIT_EXCEEDED call hit.
+	MetaLimit = "dev.toolhost/limit"
+	// MetaTruncated describes how a result's text was shortened.
+	MetaTruncated = "dev.toolhost/truncated"
+	// MetaQuestion is the question of a call that needs input.
+	MetaQuestion = "dev.toolhost/question"
+)
+
+// AnswersArgument is the argument a client without elicitation adds to a
+// call to answer the question a tool asked: {"_answers": {"id": value}}.
+// It is removed from the arguments before the call reaches the pipeline.
+const AnswersArgument = "_answers"
+
+// ServerOptions configure NewServer.
+type ServerOptions struct {
+	// Name and Version identify the server to clients (default "toolhost"
+	// and "dev").
+	Name, Version string
+	// Instructions are sent to clients that show them to the model.
+	Instructions string
+	// Logger is the parent logger; the server names it "mcp". Nil logs nothing.
+	Logger hclog.Logger
+	// ProgressInterval is how long a call runs before the first progress
+	// notification, and the interval between them (default 1s). Only calls
+	// whose request carries a progress token get them.
+	ProgressInterval time.Duration
+	// MaxResourceBytes caps the size of an artifact read as a resource
+	// (default 64 MiB); larger ones are read with `host artifact ID`.
+	MaxResourceBytes int64
+}
+
+// Server is toolhost's MCP front-end: it offers a plugin.Host's tools to MCP
+// clients. One Server serves any number of sessions (stdio, HTTP) at once.
+// The tools offered are those registered when NewServer is called.
+type Server struct {
+	host *plugin.Host
+	opts ServerOptions
+	log  hclog.Logger
+	sdk  *sdk.Server
+	seal *sealer
+
+	// stop is cancelled to abort every in-flight call (Shutdown's deadline).
+	stop     context.Context
+	stopAll  context.CancelFunc
+	mu       sync.Mutex
+	inflight int
+	idle     chan struct{} // closed and replaced when inflight drops to 0
+	closing  bool
+}
+
+// NewServer returns an MCP server for the tools of h.
+func NewServer(h *plugin.Host, opts ServerOptions) (*Server, error) {
+	if h == nil {
+		return nil, errors.New("mcp: nil host")
+	}
+	if opts.Name == "" {
+		opts.Name = "toolhost"
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	if opts.ProgressInterval <= 0 {
+		opts.ProgressInterval = time.Second
+	}
+	if opts.MaxResourceBytes <= 0 {
+		opts.MaxResourceBytes = 64 << 20
+	}
+	log := opts.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	seal, err := newSealer()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{host: h, opts: opts, log: log.Named("mcp"), seal: seal, idle: make(chan struct{})}
+	close(s.idle)
+	s.stop, s.stopAll = context.WithCancel(context.Background())
+	s.sdk = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Title: "toolhost", Version: opts.Version}, &sdk.ServerOptions{
+		Instructions: opts.Instructions,
+		Capabilities: &sdk.ServerCapabilities{
+			Tools:     &sdk.ToolCapabilities{},
+			Resources: &sdk.ResourceCapabilities{},
+		},
+	})
+	for _, info := range h.Tools() {
+		t, err := mcpTool(info)
+		if err != nil {
+			return nil, fmt.Errorf("mcp: tool %q: %w", info.Descriptor.Name, err)
+		}
+		s.sdk.AddTool(t, s.toolHandler(info.Descriptor.Name))
+	}
+	s.sdk.AddResourceTemplate(&sdk.ResourceTemplate{
+		Name:        "artifact",
+		Title:       "toolhost artifact",
+		URITemplate: ArtifactURIPrefix + "{id}",
+		Description: "The full output of a truncated tool result, or a file a tool produced. Results link to them.",
+	}, s.readArtifact)
+	s.sdk.AddReceivingMiddleware(s.availabilityMiddleware)
+	return s, nil
+}
+
+// mcpTool describes a registered tool to MCP clients.
+func mcpTool(info plugin.ToolInfo) (*sdk.Tool, error) {
+	d := info.Descriptor
+	if !json.Valid(d.InputSchema) {
+		return nil, errors.New("input schema is not valid JSON")
+	}
+	t := &sdk.Tool{
+		Name:        plugin.WireName(d.Name),
+		Title:       d.Title,
+		Description: d.Description,
+		InputSchema: d.InputSchema,
+		Meta:        sdk.Meta{MetaName: d.Name, MetaTier: info.Tier.String()},
+	}
+	if len(d.OutputSchema) > 0 {
+		t.OutputSchema = d.OutputSchema
+	}
+	if a := d.Annotations; a != nil {
+		t.Annotations = &sdk.ToolAnnotations{
+			Title: a.Title, ReadOnlyHint: a.ReadOnlyHint, DestructiveHint: a.DestructiveHint,
+			IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint,
+		}
+	}
+	if !info.Available {
+		t.Meta[MetaAvailable] = false
+		t.Meta[MetaUnavailable] = info.Unavailable
+	}
+	return t, nil
+}
+
+// availabilityMiddleware rewrites tools/list answers with each tool's
+// current availability: a tool whose backend went away stays listed, marked
+// unavailable, and one that came back loses the mark.
+func (s *Server) availabilityMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		res, err := next(ctx, method, req)
+		lr, ok := res.(*sdk.ListToolsResult)
+		if err != nil || method != "tools/list" || !ok {
+			return res, err
+		}
+		out := *lr
+		out.Tools = make([]*sdk.Tool, len(lr.Tools))
+		for i, t := range lr.Tools {
+			out.Tools[i] = t
+			name, ok := s.host.ResolveWireName(t.Name)
+			if !ok {
+				continue
+			}
+			info, ok := s.host.Tool(name)
+			if !ok {
+				continue
+			}
+			_, marked := t.Meta[MetaAvailable]
+			if info.Available == !marked {
+				continue
+			}
+			c := *t
+			c.Meta = maps.Clone(t.Meta)
+			if info.Available {
+				delete(c.Meta, MetaAvailable)
+				delete(c.Meta, MetaUnavailable)
+			} else {
+				c.Meta[MetaAvailable] = false
+				c.Meta[MetaUnavailable] = info.Unavailable
+			}
+			out.Tools[i] = &c
+		}
+		return &out, nil
+	}
+}
+
+// ServeStdio serves one MCP session over in and out (newline-delimited
+// JSON-RPC, as `host serve --stdio` does on the process's stdin and
+// stdout) until the client disconnects or ctx is done. When ctx is done it
+// shuts down like Shutdown: calls in flight get up to grace to finish, then
+// are cancelled, and the session is closed after they returned.
+func (s *Server) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser, grace time.Duration) error {
+	ss, err := s.sdk.Connect(context.WithoutCancel(ctx), &sdk.IOTransport{Reader: in, Writer: out}, nil)
+	if err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- ss.Wait() }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), grace)
+		s.Shutdown(sctx)
+		cancel()
+		ss.Close()
+		err = <-done
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) {
+		err = nil
+	}
+	return err
+}
+
+// begin counts a call in flight; it fails once Shutdown has begun.
+func (s *Server) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	if s.inflight == 0 {
+		s.idle = make(chan struct{})
+	}
+	s.inflight++
+	return true
+}
+
+func (s *Server) end() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inflight--
+	if s.inflight == 0 {
+		close(s.idle)
+	}
+}
+
+// Shutdown refuses new calls, lets the calls in flight finish until ctx is
+// done, then cancels those still running (their tools are stopped: the
+// context passed to Host.Invoke is cancelled) and waits for them to return.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	idle := s.idle
+	s.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+	}
+	s.log.Warn("cancelling calls still running at shutdown")
+	s.stopAll()
+	<-idle
+	return ctx.Err()
+}
+
+// InFlight returns the number of calls running.
+func (s *Server) InFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inflight
+}
+
+// toolHandler runs calls to the named tool through the host.
+func (s *Server) toolHandler(name string) sdk.ToolHandler {
+	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		if !s.begin() {
+			return errorResult(plugin.Errorf(plugin.CodeToolUnavailable, "the server is shutting down")), nil
+		}
+		defer s.end()
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(s.stop, cancel)()
+		if tok := req.Params.GetProgressToken(); tok != nil {
+			defer s.progress(ctx, req.Session, tok, name)()
+		}
+		return s.call(ctx, name, req), nil
+	}
+}
+
+// progress sends a progress notification every interval while a call runs;
+// the returned function stops it.
+func (s *Server) progress(ctx context.Context, ss *sdk.ServerSession, token any, name string) func() {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		start := time.Now()
+		tick := time.NewTicker(s.opts.ProgressInterval)
+		defer tick.Stop()
+		for n := 1; ; n++ {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			err := ss.NotifyProgress(ctx, &sdk.ProgressNotificationParams{
+				ProgressToken: token,
+				Progress:      float64(n),
+				Message:       fmt.Sprintf("%s running for %s", name, time.Since(start).Round(time.Second)),
+			})
+			if err != nil {
+				s.log.Debug("progress notification not sent", "tool", name, "error", err)
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// readArtifact serves toolhost://artifacts/{id}.
+func (s *Server) readArtifact(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+	uri := req.Params.URI
+	id, ok := strings.CutPrefix(uri, ArtifactURIPrefix)
+	if !ok {
+		return nil, sdk.ResourceNotFoundError(uri)
+	}
+	ref, rc, err := s.host.Artifact(ctx, id)
+	if errors.Is(err, plugin.ErrArtifactNotFound) {
+		return nil, sdk.ResourceNotFoundError(uri)
+	} else if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	if ref.Size > s.opts.MaxResourceBytes {
+		return nil, fmt.Errorf("artifact %s is %s, over the %s a resource read returns; read it with `host artifact %s`",
+			id, plugin.FormatSize(ref.Size), plugin.FormatSize(s.opts.MaxResourceBytes), id)
+	}
+	data, err := io.ReadAll(io.LimitReader(rc, s.opts.MaxResourceBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > s.opts.MaxResourceBytes {
+		return nil, fmt.Errorf("artifact %s is over the %s a resource read returns", id, plugin.FormatSize(s.opts.MaxResourceBytes))
+	}
+	rcont := &sdk.ResourceContents{URI: uri, MIMEType: ref.MIMEType}
+	if isText(ref.MIMEType) && utf8.Valid(data) {
+		rcont.Text = string(data)
+	} else {
+		rcont.Blob = data
+	}
+	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{rcont}}, nil
+}
+
+func isText(mime string) bool {
+	return mime == "" || strings.HasPrefix(mime, "text/") || strings.HasPrefix(mime, "application/json")
+}
