@@ -201,9 +201,9 @@ func tightLoopModule() []byte {
 	const n, x = 0, 1
 	body := asm{}.i64(88172645463325252).idx(wasmbin.OpLocalSet, x).
 		op(wasmbin.OpBlock, wasmbin.BlockTypeEmpty).op(wasmbin.OpLoop, wasmbin.BlockTypeEmpty).
-		idx(wasmbin.OpLocalGet, n).op(0x50).idx(wasmbin.OpBrIf, 1). // i64.eqz
+		idx(wasmbin.OpLocalGet, n).op(0x50).idx(wasmbin.OpBrIf, 1).                                              // i64.eqz
 		idx(wasmbin.OpLocalGet, x).idx(wasmbin.OpLocalGet, x).i64(13).op(0x86, 0x85).idx(wasmbin.OpLocalSet, x). // x ^= x << 13
-		idx(wasmbin.OpLocalGet, x).idx(wasmbin.OpLocalGet, x).i64(7).op(0x88, 0x85).idx(wasmbin.OpLocalSet, x). // x ^= x >> 7
+		idx(wasmbin.OpLocalGet, x).idx(wasmbin.OpLocalGet, x).i64(7).op(0x88, 0x85).idx(wasmbin.OpLocalSet, x).  // x ^= x >> 7
 		idx(wasmbin.OpLocalGet, x).idx(wasmbin.OpLocalGet, x).i64(17).op(0x86, 0x85).idx(wasmbin.OpLocalSet, x). // x ^= x << 17
 		idx(wasmbin.OpLocalGet, n).i64(1).op(0x7d).idx(wasmbin.OpLocalSet, n).
 		idx(wasmbin.OpBr, 0).op(wasmbin.OpEnd, wasmbin.OpEnd).
