@@ -72,6 +72,7 @@ type entry struct {
 	desc   Descriptor
 	input  *Schema
 	output *Schema
+	log    hclog.Logger // named for the tool
 }
 
 // ToolInfo describes a registered tool for listings.
@@ -205,7 +206,7 @@ func (h *Host) Register(spec Spec, t Tool) error {
 	if len(desc.InputSchema) == 0 {
 		desc.InputSchema = json.RawMessage(`{"type":"object"}`)
 	}
-	e := &entry{spec: spec, tool: t}
+	e := &entry{spec: spec, tool: t, log: h.log.Named(spec.Name)}
 	var err error
 	if e.input, err = CompileSchema(desc.InputSchema); err != nil {
 		return fmt.Errorf("tool %q: input schema: %w", spec.Name, err)
@@ -413,5 +414,8 @@ func newCallID() string {
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(err)
 	}
-	return "call_" + hex.EncodeToString(b[:])
+	var id [len("call_") + 2*len(b)]byte
+	copy(id[:], "call_")
+	hex.Encode(id[len("call_"):], b[:])
+	return string(id[:])
 }

@@ -27,6 +27,44 @@ func frameFrom(ctx context.Context) *callFrame {
 	return f
 }
 
+// callState is what one call hands its tool: the call's context (the
+// deadline context carrying the call's frame, as context.WithValue would)
+// and the Request, allocated together since every call needs all three.
+type callState struct {
+	context.Context
+	frame callFrame
+	req   Request
+}
+
+// Value implements context.Context.
+func (c *callState) Value(key any) any {
+	if key == (frameKey{}) {
+		return &c.frame
+	}
+	return c.Context.Value(key)
+}
+
+// resultBox allocates a Result together with its Meta, which the host
+// always fills in.
+type resultBox struct {
+	res  Result
+	meta Meta
+}
+
+// newResult returns a copy of r (or an empty Result) whose Meta is owned by
+// the host, carrying over the tool's Fuel.
+func newResult(r *Result) *Result {
+	b := new(resultBox)
+	if r != nil {
+		b.res = *r
+		if r.Meta != nil {
+			b.meta.Fuel = r.Meta.Fuel
+		}
+	}
+	b.res.Meta = &b.meta
+	return &b.res
+}
+
 // Invoke runs one call through the pipeline:
 //
 //	lookup → arguments well-formed and within size → capability check →
@@ -60,7 +98,8 @@ func (h *Host) invoke(ctx context.Context, call Call, caller *nestedInvoker) (*R
 		err = e
 		rec.Code, rec.Limit = e.Code, e.Limit
 	}
-	res.Meta = &Meta{CallID: call.ID, Tool: call.Name, Duration: time.Since(start), Fuel: fuelOf(res)}
+	// res comes from newResult: its Meta is the host's to fill in.
+	*res.Meta = Meta{CallID: call.ID, Tool: call.Name, Duration: time.Since(start), Fuel: res.Meta.Fuel}
 	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	rec.BytesOut = resultSize(res)
 	rec.Truncated = res.Truncated != nil
@@ -72,16 +111,11 @@ func (h *Host) invoke(ctx context.Context, call Call, caller *nestedInvoker) (*R
 	return res, err
 }
 
-func fuelOf(r *Result) uint64 {
-	if r.Meta != nil {
-		return r.Meta.Fuel
-	}
-	return 0
-}
-
 func errorResult(e *Error) *Result {
-	msg := e.Error()
-	return &Result{Content: []Content{Text(msg)}, IsError: true, Code: e.Code, Limit: e.Limit}
+	res := newResult(nil)
+	res.Content = []Content{Text(e.Error())}
+	res.IsError, res.Code, res.Limit = true, e.Code, e.Limit
+	return res
 }
 
 func (h *Host) run(ctx context.Context, call Call, caller *nestedInvoker, parent *callFrame, rec *AuditRecord) (*Result, error) {
@@ -145,16 +179,21 @@ func (h *Host) run(ctx context.Context, call Call, caller *nestedInvoker, parent
 	}
 
 	// Deadline, then execute.
-	ctx, cancel := context.WithTimeout(ctx, spec.Limits.Timeout)
+	tctx, cancel := context.WithTimeout(ctx, spec.Limits.Timeout)
 	defer cancel()
-	frame := &callFrame{id: call.ID, depth: depth}
-	ctx = context.WithValue(ctx, frameKey{}, frame)
-	req := &Request{
+	cs := &callState{Context: tctx, frame: callFrame{id: call.ID, depth: depth}}
+	ctx = cs
+	req := &cs.req
+	*req = Request{
 		ID: call.ID, Name: call.Name, Arguments: args, Answers: call.Answers,
-		Spec: spec, Secrets: secrets, Log: h.log.Named(call.Name).With("call_id", call.ID),
+		Spec: spec, Secrets: secrets, Log: e.log,
+	}
+	if e.log.IsError() {
+		// Only a logger that writes anything needs the call ID attached.
+		req.Log = e.log.With("call_id", call.ID)
 	}
 	if len(spec.Capabilities.Invoke) > 0 {
-		req.Invoker = &nestedInvoker{h: h, caller: e, frame: frame, budget: int64(spec.Limits.ToolInvocations)}
+		req.Invoker = &nestedInvoker{h: h, caller: e, frame: &cs.frame, budget: int64(spec.Limits.ToolInvocations)}
 	}
 	res, err := h.execute(ctx, e, req)
 	if err != nil {
@@ -238,7 +277,7 @@ func (h *Host) approve(ctx context.Context, call Call, e *entry, args json.RawMe
 
 func (h *Host) resolveSecrets(ctx context.Context, spec *Spec) (*Secrets, error) {
 	if len(spec.Capabilities.Secrets) == 0 {
-		return NewSecrets(nil), nil
+		return noSecrets, nil
 	}
 	if h.secrets == nil {
 		return nil, Errorf(CodeToolUnavailable, "tool %q needs secrets and the host has no secret source", spec.Name)
@@ -307,11 +346,15 @@ func (h *Host) finish(ctx context.Context, e *entry, call Call, secrets *Secrets
 	if n := resultSize(res); int64(n) > spec.Limits.Output {
 		return nil, LimitError("output", "tool %q produced %s of output, over the %s limit", call.Name, FormatSize(int64(n)), FormatSize(spec.Limits.Output))
 	}
-	out := *res
-	out.Content = slices.Clone(res.Content)
-	for i := range out.Content {
-		if out.Content[i].Type == "text" {
-			out.Content[i].Text = secrets.Redact(out.Content[i].Text)
+	out := newResult(res)
+	// out shares the tool's slices: replace them, never write into them.
+	out.Artifacts = slices.Clip(out.Artifacts)
+	if len(secrets.values) > 0 {
+		out.Content = slices.Clone(res.Content)
+		for i := range out.Content {
+			if out.Content[i].Type == "text" {
+				out.Content[i].Text = secrets.Redact(out.Content[i].Text)
+			}
 		}
 	}
 	if len(out.StructuredContent) > 0 {
@@ -334,7 +377,7 @@ func (h *Host) finish(ctx context.Context, e *entry, call Call, secrets *Secrets
 		if len(out.Content) == 0 {
 			out.Content = []Content{Text(questionText(out.NeedsInput))}
 		}
-		return &out, nil
+		return out, nil
 	}
 
 	if out.IsError {
@@ -360,10 +403,10 @@ func (h *Host) finish(ctx context.Context, e *entry, call Call, secrets *Secrets
 			out.Content = []Content{Text(string(out.StructuredContent))}
 		}
 	}
-	if err := h.truncate(ctx, e, call, &out); err != nil {
+	if err := h.truncate(ctx, e, call, out); err != nil {
 		return nil, err
 	}
-	return &out, nil
+	return out, nil
 }
 
 func checkQuestion(q *Question) error {

@@ -82,6 +82,10 @@ type Secrets struct {
 	forms map[string][]string
 }
 
+// noSecrets is the (immutable) Secrets of every call to a tool that was
+// granted none.
+var noSecrets = NewSecrets(nil)
+
 // NewSecrets returns a Secrets holding values by name.
 func NewSecrets(values map[string]string) *Secrets {
 	s := &Secrets{values: make(map[string]string, len(values))}
