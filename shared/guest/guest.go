@@ -40,6 +40,8 @@ type Tool struct {
 	ReadOnly bool
 	// Handler runs one call.
 	Handler func(c *Call) (*Result, error)
+
+	warm func() // prepares the handler's first call; may be nil
 }
 
 // Call is one call as a tool sees it.
@@ -71,6 +73,26 @@ type Content struct {
 	MIMEType string `json:"mimeType,omitempty"`
 	URI      string `json:"uri,omitempty"`
 	Name     string `json:"name,omitempty"`
+	// Resource is the embedded resource of a "resource" item.
+	Resource *Resource `json:"resource,omitempty"`
+}
+
+// Resource is an embedded text resource, as in MCP.
+type Resource struct {
+	URI      string `json:"uri"`
+	MIMEType string `json:"mimeType,omitempty"`
+	Text     string `json:"text"`
+}
+
+// ArtifactURIPrefix marks an embedded resource the host keeps as an
+// artifact of the call instead of passing it to the model (docs/wasm.md).
+const ArtifactURIPrefix = "toolhost-artifact:"
+
+// Artifact returns a content item that the host stores as an artifact
+// named name (a diff, a report) and lists in the result's artifacts; the
+// model sees only the reference.
+func Artifact(name, mimeType, text string) Content {
+	return Content{Type: "resource", Resource: &Resource{URI: ArtifactURIPrefix + name, MIMEType: mimeType, Text: text}}
 }
 
 // Result is what a tool returns: an MCP CallToolResult.
@@ -121,6 +143,15 @@ func Func[In, Out any](name, description, schema string, fn func(In) (Out, error
 		Name:        name,
 		Description: description,
 		InputSchema: json.RawMessage(schema),
+		warm: func() {
+			// Build encoding/json's codecs for In and Out now, during the
+			// guest's initialisation (off the host's request path), rather
+			// than in the first call.
+			var in In
+			_ = json.Unmarshal([]byte(`{}`), &in)
+			var out Out
+			_, _ = json.Marshal(out)
+		},
 		Handler: func(c *Call) (*Result, error) {
 			var in In
 			if len(c.Arguments) > 0 {
@@ -161,7 +192,31 @@ func Register(tools ...Tool) {
 			t.InputSchema = json.RawMessage(`{"type":"object"}`)
 		}
 		registry[t.Name] = t
+		if t.warm != nil {
+			t.warm()
+		}
 	}
+	warmUp()
+}
+
+var warmed bool
+
+// warmUp runs the call path once on a dummy request, so that the costs of
+// a first call (encoding/json's codecs for the request and result types,
+// first allocations) are paid while the host initialises the instance.
+// Package state it leaves behind is the same in every instance and holds
+// no caller data.
+func warmUp() {
+	if warmed {
+		return
+	}
+	warmed = true
+	var req struct {
+		Params Call `json:"params"`
+	}
+	_ = json.Unmarshal([]byte(`{"params":{"name":"","arguments":{},"answers":{"x":true}}}`), &req)
+	_, _ = json.Marshal(&Result{Content: []Content{{Type: "text", Text: "x"}}, StructuredContent: json.RawMessage(`{}`), NeedsInput: &Question{}})
+	_ = ListTools()
 }
 
 type descriptor struct {
