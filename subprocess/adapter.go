@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -65,6 +66,11 @@ type Config struct {
 	// 100ms and 30s.
 	RestartBackoff    time.Duration
 	MaxRestartBackoff time.Duration
+	// NoPIDNamespace starts plugins without their own PID namespace even
+	// where the host could create one; containment then rests on the
+	// process group (which the seccomp filter keeps plugins from leaving)
+	// and the subreaper. Meant for tests of that fallback.
+	NoPIDNamespace bool
 	// SystemReadDirs are readable (and executable) by every sandboxed
 	// process, besides its own plugin directory and granted mounts.
 	// Default: /usr /lib /lib64 /lib32 /bin /sbin /etc /opt /proc /sys /dev.
@@ -134,6 +140,10 @@ type Adapter struct {
 	log  hclog.Logger
 	hard Hardening
 
+	// cgroupParent is the host's pids cgroup directory, "" if none.
+	cgroupParent string
+	seq          atomic.Uint64
+
 	mu     sync.Mutex
 	tools  []stopper
 	closed bool
@@ -152,6 +162,17 @@ func New(cfg Config) (*Adapter, error) {
 		return nil, err
 	}
 	a := &Adapter{cfg: cfg, log: cfg.Logger.Named("subprocess"), hard: Report()}
+	if a.hard.Supported {
+		a.cgroupParent = pidsCgroupParent()
+	}
+	a.hard.PIDsCgroup = a.cgroupParent != ""
+	if !a.hard.PIDsCgroup && a.hard.Supported {
+		a.hard.Missing = append(a.hard.Missing, "no writable pids cgroup (cgroup v1 pids hierarchy): a fork bomb is bounded only by the watchdog's sampling, not by the kernel")
+	}
+	if cfg.NoPIDNamespace && a.hard.PIDNamespace {
+		a.hard.PIDNamespace = false
+		a.hard.Missing = append(a.hard.Missing, "PID namespaces disabled by configuration: if the host is SIGKILLed, plugin descendants (not the plugins) can outlive it")
+	}
 	return a, nil
 }
 
@@ -241,6 +262,7 @@ func (a *Adapter) Close() error {
 		}()
 	}
 	wg.Wait()
+	removeCgroup(a.cgroupParent)
 	return nil
 }
 

@@ -89,7 +89,7 @@ type commandTool struct {
 	log      hclog.Logger
 
 	mu      sync.Mutex
-	running map[int]struct{} // pids of running commands
+	running map[*group]struct{} // running commands
 	closed  bool
 }
 
@@ -107,7 +107,7 @@ func (a *Adapter) loadBuiltin(spec *plugin.Spec) (*commandTool, error) {
 			spec.Source.Builtin, BuiltinShellExec, BuiltinBashReadOnly)
 	}
 	t := &commandTool{a: a, spec: *spec, readOnly: def.Name == BuiltinBashReadOnly,
-		log: a.log.Named(spec.Name), running: map[int]struct{}{}}
+		log: a.log.Named(spec.Name), running: map[*group]struct{}{}}
 	t.spec.Limits = spec.Limits.WithDefaults(plugin.DefaultLimits())
 	t.desc = plugin.Descriptor{Name: spec.Name, Description: def.Description, InputSchema: def.InputSchema}
 	if spec.Description != "" {
@@ -256,7 +256,7 @@ func (t *commandTool) run(ctx context.Context, args commandArgs, cwd string, mou
 		FileBytes:  uint64(a.cfg.MaxFileSize),
 		OpenFiles:  uint64(limits.FileDescriptors),
 	}
-	cmd, err := a.command(ls)
+	cmd, g, err := a.command(ls)
 	if err != nil {
 		return nil, err
 	}
@@ -290,23 +290,25 @@ func (t *commandTool) run(ctx context.Context, args commandArgs, cwd string, mou
 		outW.Close()
 		errW.Close()
 		copies.Wait()
+		removeCgroup(g.cgroup)
 		return nil, plugin.Errorf(plugin.CodeToolUnavailable, "the subprocess adapter is closed")
 	}
 	err = cmd.Start()
 	if err == nil {
-		t.running[cmd.Process.Pid] = struct{}{}
+		g.root, g.pgid = cmd.Process.Pid, cmd.Process.Pid
+		t.running[g] = struct{}{}
 	}
 	t.mu.Unlock()
 	outW.Close()
 	errW.Close()
 	if err != nil {
 		copies.Wait()
+		removeCgroup(g.cgroup)
 		return nil, plugin.Errorf(plugin.CodeToolExecutionFailed, "starting %s: %v", shell, err)
 	}
-	pid := cmd.Process.Pid
 	defer func() {
 		t.mu.Lock()
-		delete(t.running, pid)
+		delete(t.running, g)
 		t.mu.Unlock()
 	}()
 
@@ -316,7 +318,7 @@ func (t *commandTool) run(ctx context.Context, args commandArgs, cwd string, mou
 	stopWatch := make(chan struct{})
 	limitHit := make(chan *plugin.Error, 1)
 	go func() {
-		if e, _ := a.watchTree(stopWatch, exited, pid, limits.Memory); e != nil {
+		if e, _ := a.watchTree(stopWatch, exited, g, limits.Memory); e != nil {
 			limitHit <- e
 		}
 	}()
@@ -339,7 +341,7 @@ func (t *commandTool) run(ctx context.Context, args commandArgs, cwd string, mou
 	// Kill whatever is left: everything on failure, background children
 	// after a normal exit.
 	kctx, kcancel := context.WithTimeout(context.Background(), 10*time.Second)
-	if err := killTree(kctx, pid, pid, 0); err != nil {
+	if err := killTree(kctx, g, 0); err != nil {
 		t.log.Error("command processes survived the kill", "error", err)
 	}
 	kcancel()
@@ -375,14 +377,14 @@ func (t *commandTool) run(ctx context.Context, args commandArgs, cwd string, mou
 func (t *commandTool) stopAll() {
 	t.mu.Lock()
 	t.closed = true
-	pids := make([]int, 0, len(t.running))
-	for p := range t.running {
-		pids = append(pids, p)
+	groups := make([]*group, 0, len(t.running))
+	for g := range t.running {
+		groups = append(groups, g)
 	}
 	t.mu.Unlock()
-	for _, p := range pids {
+	for _, g := range groups {
 		ctx, cancel := context.WithTimeout(context.Background(), t.a.cfg.KillGrace+10*time.Second)
-		_ = killTree(ctx, p, p, t.a.cfg.KillGrace)
+		_ = killTree(ctx, g, t.a.cfg.KillGrace)
 		cancel()
 	}
 }

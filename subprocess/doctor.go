@@ -25,6 +25,10 @@ type Hardening struct {
 	// PIDNamespace: each plugin is the init of its own PID namespace, so the
 	// kernel kills all its descendants when it dies.
 	PIDNamespace bool
+	// PIDsCgroup: each process tree has its own pids cgroup capping its
+	// task count at Config.MaxThreads (set by New; Report alone leaves it
+	// false because it creates no cgroup).
+	PIDsCgroup bool
 	// ParentDeathSignal: a plugin gets SIGKILL when the host dies.
 	ParentDeathSignal bool
 	// Missing lists, in words, what is not in force and what follows.
@@ -77,6 +81,7 @@ func (h Hardening) String() string {
 		fmt.Fprintf(&b, "  landlock:              %s (ABI %d)\n", yes(h.Landlock), h.LandlockABI)
 		fmt.Fprintf(&b, "  child subreaper:       %s\n", yes(h.Subreaper))
 		fmt.Fprintf(&b, "  pid namespace:         %s\n", yes(h.PIDNamespace))
+		fmt.Fprintf(&b, "  pids cgroup:           %s\n", yes(h.PIDsCgroup))
 		fmt.Fprintf(&b, "  parent-death signal:   %s\n", yes(h.ParentDeathSignal))
 		fmt.Fprintf(&b, "  rlimits:               CPU, DATA, FSIZE, NOFILE, CORE=0 (never AS)\n")
 	}

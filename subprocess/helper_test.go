@@ -54,7 +54,7 @@ func runTestPlugin(mode string, rest []string) {
 	case "hang":
 		time.Sleep(fuse)
 	case "garbage":
-		fmt.Println("this is not a go-plugin handshake \x00\xff|||")
+		fmt.Println("this is not a go-plugin handshake \x00\xff")
 		shared.Serve(testTools{})
 	case "ignore-sigterm":
 		signal.Ignore(syscall.SIGTERM)

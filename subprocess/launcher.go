@@ -39,9 +39,11 @@ type launchSpec struct {
 	OpenFiles  uint64
 }
 
-// command returns the exec.Cmd that starts ls through the shim. The caller
-// sets Stdin/Stdout/Stderr and starts it.
-func (a *Adapter) command(ls *launchSpec) (*exec.Cmd, error) {
+// command returns the exec.Cmd that starts ls through the shim, and the
+// group it will form (its root is filled in by the caller after Start). The
+// caller sets Stdin/Stdout/Stderr and starts it; on failure to start it must
+// call killTree on the group to remove its cgroup.
+func (a *Adapter) command(ls *launchSpec) (*exec.Cmd, *group, error) {
 	cfg := shimConfig{
 		Exe:        ls.Exe,
 		FD:         -1,
@@ -61,9 +63,18 @@ func (a *Adapter) command(ls *launchSpec) (*exec.Cmd, error) {
 	if ls.File != nil {
 		cfg.FD = 3 // the first of ExtraFiles
 	}
+	g := &group{}
+	if a.cgroupParent != "" {
+		dir, err := newCgroup(a.cgroupParent, fmt.Sprintf("t%d", a.seq.Add(1)), a.cfg.MaxThreads)
+		if err != nil {
+			return nil, nil, fmt.Errorf("pids cgroup: %w", err)
+		}
+		g.cgroup, cfg.Cgroup = dir, dir
+	}
 	b, err := json.Marshal(&cfg)
 	if err != nil {
-		return nil, err
+		removeCgroup(g.cgroup)
+		return nil, nil, err
 	}
 	cmd := exec.Command(a.cfg.ShimPath, shimArg, string(b))
 	cmd.Env = ls.Env
@@ -72,7 +83,7 @@ func (a *Adapter) command(ls *launchSpec) (*exec.Cmd, error) {
 	if ls.File != nil {
 		cmd.ExtraFiles = []*os.File{ls.File}
 	}
-	return cmd, nil
+	return cmd, g, nil
 }
 
 // baseEnv is the environment every sandboxed process starts from: nothing of

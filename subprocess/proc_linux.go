@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -93,10 +95,12 @@ func signalGroup(pgid int, sig syscall.Signal) {
 // and, when full is set, every process of the group pgid found by a scan of
 // all processes (orphans re-parented to the host when there is no PID
 // namespace).
-func tree(ctx context.Context, root, pgid int, full bool) []int {
+func tree(ctx context.Context, g *group, full bool) []int {
+	root, pgid := g.root, g.pgid
 	seen := map[int]bool{}
 	var out []int
 	queue := []int{root}
+	queue = append(queue, cgroupMembers(g.cgroup)...)
 	if full {
 		pids, _ := process.PidsWithContext(ctx)
 		for _, p := range pids {
@@ -161,8 +165,13 @@ func alive(pid int) bool {
 // descendant, up to grace for them to exit, then SIGKILL to the group and to
 // every process still found, repeated until none is left or ctx ends. It
 // reaps re-parented descendants that became the host's zombies.
-func killTree(ctx context.Context, root, pgid int, grace time.Duration) error {
-	procs := tree(ctx, root, pgid, true)
+func killTree(ctx context.Context, g *group, grace time.Duration) error {
+	if g == nil || g.root == 0 {
+		return nil
+	}
+	defer removeCgroup(g.cgroup)
+	root, pgid := g.root, g.pgid
+	procs := tree(ctx, g, true)
 	if len(procs) == 0 {
 		return nil
 	}
@@ -173,7 +182,7 @@ func killTree(ctx context.Context, root, pgid int, grace time.Duration) error {
 		}
 		deadline := time.Now().Add(grace)
 		for time.Now().Before(deadline) {
-			if len(tree(ctx, root, pgid, false)) == 0 && !groupAlive(pgid) {
+			if len(tree(ctx, g, false)) == 0 && !groupAlive(pgid) {
 				return nil
 			}
 			time.Sleep(5 * time.Millisecond)
@@ -181,7 +190,7 @@ func killTree(ctx context.Context, root, pgid int, grace time.Duration) error {
 	}
 	for i := 0; ; i++ {
 		signalGroup(pgid, syscall.SIGKILL)
-		procs = tree(ctx, root, pgid, true)
+		procs = tree(ctx, g, true)
 		for _, p := range procs {
 			_ = unix.Kill(p, syscall.SIGKILL)
 		}
@@ -252,9 +261,9 @@ type usage struct {
 }
 
 // sample measures the tree rooted at root with gopsutil.
-func sample(ctx context.Context, root, pgid int, full bool) usage {
+func sample(ctx context.Context, g *group, full bool) usage {
 	var u usage
-	for _, pid := range tree(ctx, root, pgid, full) {
+	for _, pid := range tree(ctx, g, full) {
 		p := &process.Process{Pid: int32(pid)}
 		u.Processes++
 		if m, err := p.MemoryInfoWithContext(ctx); err == nil {
@@ -291,4 +300,104 @@ func limitSignal(sig syscall.Signal) string {
 		return "file_size"
 	}
 	return ""
+}
+
+// pidsCgroupParent returns the directory under which the host creates one
+// pids cgroup per process tree: a "toolhost-<pid>" child of the host's own
+// cgroup in the cgroup v1 pids hierarchy. It returns "" where there is none
+// or it is not writable (cgroup v2 is not used: its no-internal-process rule
+// would need the host to move itself).
+func pidsCgroupParent() string {
+	const mount = "/sys/fs/cgroup/pids"
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return ""
+	}
+	own := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) == 3 && slicesContains(strings.Split(f[1], ","), "pids") {
+			own = f[2]
+		}
+	}
+	if own == "" {
+		return ""
+	}
+	dir := filepath.Join(mount, own, "toolhost-"+strconv.Itoa(os.Getpid())+"-"+strconv.FormatUint(cgroupSeq.Add(1), 10))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return ""
+	}
+	if _, err := os.Stat(dir + "/pids.max"); err != nil {
+		return ""
+	}
+	return dir
+}
+
+// cgroupSeq numbers the adapters of this process: each has its own parent
+// cgroup, removed by its Close.
+var cgroupSeq atomic.Uint64
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// newCgroup creates a pids cgroup for one tree, capped at max tasks.
+func newCgroup(parent, name string, max int) (string, error) {
+	if parent == "" {
+		return "", nil
+	}
+	dir := parent + "/" + name
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(dir+"/pids.max", []byte(strconv.Itoa(max)), 0o644); err != nil {
+		_ = os.Remove(dir)
+		return "", err
+	}
+	return dir, nil
+}
+
+// cgroupMembers lists the processes of a cgroup.
+func cgroupMembers(dir string) []int {
+	if dir == "" {
+		return nil
+	}
+	b, err := os.ReadFile(dir + "/cgroup.procs")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// removeCgroup removes an emptied cgroup, waiting briefly for exiting
+// members to leave it.
+func removeCgroup(dir string) {
+	if dir == "" {
+		return
+	}
+	for i := 0; i < 50; i++ {
+		if err := os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// joinCgroup moves the calling process (the shim) into a cgroup.
+func joinCgroup(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	return os.WriteFile(dir+"/cgroup.procs", []byte("0"), 0o644)
 }

@@ -20,9 +20,9 @@ func sysProcAttr(bool) *syscall.SysProcAttr { return nil }
 func landlockABI() int                      { return 0 }
 func seccompSupported() bool                { return false }
 
-func killTree(context.Context, int, int, time.Duration) error { return errUnsupportedPlatform }
+func killTree(context.Context, *group, time.Duration) error { return errUnsupportedPlatform }
 
-func tree(context.Context, int, int, bool) []int { return nil }
+func tree(context.Context, *group, bool) []int { return nil }
 
 type usage struct {
 	Processes int
@@ -31,8 +31,15 @@ type usage struct {
 	CPU       time.Duration
 }
 
-func sample(context.Context, int, int, bool) usage { return usage{} }
+func sample(context.Context, *group, bool) usage { return usage{} }
 
 func fileKey(*os.File) (string, error) { return "", errUnsupportedPlatform }
 
 func limitSignal(syscall.Signal) string { return "" }
+
+func pidsCgroupParent() string                      { return "" }
+func newCgroup(string, string, int) (string, error) { return "", nil }
+func removeCgroup(string)                           {}
+func joinCgroup(string) error                       { return nil }
+
+func alive(int) bool { return false }

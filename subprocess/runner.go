@@ -1,6 +1,7 @@
 package subprocess
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -23,6 +24,7 @@ type procRunner struct {
 	name   string
 	grace  time.Duration
 	pid    int
+	g      *group
 
 	waited chan struct{}
 	mu     sync.Mutex
@@ -31,7 +33,7 @@ type procRunner struct {
 
 var _ runner.Runner = (*procRunner)(nil)
 
-func newProcRunner(cmd *exec.Cmd, name string, grace time.Duration) (*procRunner, error) {
+func newProcRunner(cmd *exec.Cmd, g *group, name string, grace time.Duration) (*procRunner, error) {
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -42,7 +44,7 @@ func newProcRunner(cmd *exec.Cmd, name string, grace time.Duration) (*procRunner
 	}
 	return &procRunner{
 		cmd: cmd, stdout: stdout, stderr: newTailReader(stderr, 4096),
-		name: name, grace: grace, waited: make(chan struct{}),
+		name: name, grace: grace, g: g, waited: make(chan struct{}),
 	}, nil
 }
 
@@ -54,9 +56,11 @@ func (r *procRunner) Start(context.Context) error {
 		_ = f.Close()
 	}
 	if err != nil {
+		removeCgroup(r.g.cgroup)
 		return err
 	}
 	r.pid = r.cmd.Process.Pid
+	r.g.root, r.g.pgid = r.pid, r.pid
 	return nil
 }
 
@@ -78,7 +82,7 @@ func (r *procRunner) Kill(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.grace+5*time.Second)
 	defer cancel()
-	return killTree(ctx, r.pid, r.pid, r.grace)
+	return killTree(ctx, r.g, r.grace)
 }
 
 // Stdout is the handshake channel.
@@ -119,10 +123,11 @@ func (r *procRunner) exitState() *os.ProcessState {
 // tailReader passes reads through and remembers the last bytes read, so a
 // crash can be explained ("out of memory") after the fact.
 type tailReader struct {
-	rc  io.ReadCloser
-	max int
-	mu  sync.Mutex
-	buf []byte
+	rc    io.ReadCloser
+	max   int
+	mu    sync.Mutex
+	buf   []byte
+	fatal string // the first "fatal error:" or "panic:" line seen
 }
 
 func newTailReader(rc io.ReadCloser, max int) *tailReader { return &tailReader{rc: rc, max: max} }
@@ -131,6 +136,18 @@ func (t *tailReader) Read(p []byte) (int, error) {
 	n, err := t.rc.Read(p)
 	if n > 0 {
 		t.mu.Lock()
+		if t.fatal == "" {
+			for _, marker := range []string{"pthread_create failed", "fatal error: ", "panic: "} {
+				if i := bytes.Index(p[:n], []byte(marker)); i >= 0 {
+					line := p[i:n]
+					if j := bytes.IndexByte(line, '\n'); j >= 0 {
+						line = line[:j]
+					}
+					t.fatal = string(line)
+					break
+				}
+			}
+		}
 		t.buf = append(t.buf, p[:n]...)
 		if len(t.buf) > t.max {
 			t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
@@ -141,6 +158,13 @@ func (t *tailReader) Read(p []byte) (int, error) {
 }
 
 func (t *tailReader) Close() error { return t.rc.Close() }
+
+// Fatal returns the first Go "fatal error:" or "panic:" line read, if any.
+func (t *tailReader) Fatal() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.fatal
+}
 
 // Tail returns the last bytes read.
 func (t *tailReader) Tail() string {

@@ -29,6 +29,9 @@ type shimConfig struct {
 	FileBytes  uint64 `json:"file_bytes,omitempty"`
 	OpenFiles  uint64 `json:"open_files,omitempty"`
 
+	// Cgroup is the pids cgroup the shim joins first, "" for none.
+	Cgroup string `json:"cgroup,omitempty"`
+
 	Seccomp  bool `json:"seccomp"`
 	Landlock bool `json:"landlock"`
 	// ReadOnly and ReadWrite are Landlock directory rules; RWFiles are

@@ -24,6 +24,9 @@ import (
 // signals) is needed.
 func runShim(cfg *shimConfig) error {
 	runtime.LockOSThread()
+	if err := joinCgroup(cfg.Cgroup); err != nil {
+		return fmt.Errorf("cgroup: %w", err)
+	}
 	if err := applyRlimits(cfg); err != nil {
 		return err
 	}

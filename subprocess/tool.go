@@ -188,7 +188,9 @@ func (t *pluginTool) callError(ctx context.Context, p *proc, limits plugin.Limit
 	if r := p.reason.Load(); r != nil {
 		return r
 	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	// The plugin side sees the propagated deadline too and may cancel the
+	// stream a moment before the host's context expires.
+	if dl, ok := ctx.Deadline(); errors.Is(ctx.Err(), context.DeadlineExceeded) || ok && time.Until(dl) < 50*time.Millisecond {
 		e := &plugin.Error{Code: plugin.CodeToolExecutionTimeout,
 			Message: fmt.Sprintf("the call did not finish within its deadline (timeout %s); the plugin was stopped and restarts on the next call", limits.Timeout),
 			Err:     context.DeadlineExceeded}
@@ -211,6 +213,9 @@ func (t *pluginTool) callError(ctx context.Context, p *proc, limits plugin.Limit
 		}
 		e := t.crashError(p)
 		t.retire(p, e, true)
+		t.mu.Lock()
+		t.lastErr = e
+		t.mu.Unlock()
 		return e
 	}
 	if st.Code() == codes.Unavailable {
@@ -226,6 +231,7 @@ func (t *pluginTool) crashError(p *proc) *plugin.Error {
 	p.stop(0) // reap it and whatever it left behind
 	how := "exited"
 	if st := p.runner.exitState(); st != nil {
+		how = "exited (" + st.String() + ")"
 		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			switch limitSignal(ws.Signal()) {
 			case "cpu":
@@ -234,15 +240,23 @@ func (t *pluginTool) crashError(p *proc) *plugin.Error {
 				return plugin.LimitError("file_size", "the plugin tried to write a file larger than %s", plugin.FormatSize(t.a.cfg.MaxFileSize))
 			}
 			how = "was killed by " + ws.Signal().String()
-		} else {
-			how = st.String()
 		}
 	}
 	tail := p.runner.stderr.Tail()
-	if strings.Contains(tail, "out of memory") || strings.Contains(tail, "cannot allocate memory") {
+	if f := p.runner.stderr.Fatal(); f != "" {
+		tail = f
+	}
+	switch {
+	case strings.Contains(tail, "failed to create new OS thread") || strings.Contains(tail, "pthread_create failed"):
+		return plugin.LimitError("threads", "the plugin could not start more threads (its data segment or task limit is exhausted)")
+	case strings.Contains(tail, "out of memory") || strings.Contains(tail, "cannot allocate memory"):
 		return plugin.LimitError("memory", "the plugin ran out of memory (limit %s)", plugin.FormatSize(t.spec.Limits.Memory))
 	}
-	return plugin.Errorf(plugin.CodeToolUnavailable, "the plugin process %s during the call; it restarts on the next call", how)
+	msg := fmt.Sprintf("the plugin process %s during the call; it restarts on the next call", how)
+	if l := lastLine(tail); l != "" {
+		msg += "; its last output: " + l
+	}
+	return &plugin.Error{Code: plugin.CodeToolUnavailable, Message: msg}
 }
 
 // decodeResult checks and converts a plugin's tools/call result.
@@ -280,7 +294,7 @@ func (t *pluginTool) acquire(ctx context.Context) (*proc, error) {
 		return nil, plugin.Errorf(plugin.CodeToolUnavailable, "the subprocess adapter is closed")
 	}
 	if p := t.cur; p != nil {
-		if !p.isStopped() && p.runner.exitState() == nil {
+		if !p.isStopped() && p.runner.exitState() == nil && alive(p.pid) {
 			p.active++
 			p.stopIdle()
 			return p, nil
@@ -351,9 +365,12 @@ func (t *pluginTool) retire(p *proc, reason *plugin.Error, failure bool) {
 	t.mu.Lock()
 	if t.cur == p {
 		t.cur = nil
-		if failure {
-			t.noteFailure(reason)
+	}
+	if failure && p.failed.CompareAndSwap(false, true) {
+		if reason == nil {
+			reason = plugin.Errorf(plugin.CodeToolUnavailable, "the plugin process exited unexpectedly")
 		}
+		t.noteFailure(reason)
 	}
 	t.mu.Unlock()
 	p.stop(0)
@@ -382,6 +399,10 @@ type proc struct {
 
 	// reason is why the host killed the process (watchdog, timeout), if it did.
 	reason atomic.Pointer[plugin.Error]
+	// stopping is set when the host starts stopping the process, so that
+	// its exit is not taken for a crash; failed once a crash was counted.
+	stopping atomic.Bool
+	failed   atomic.Bool
 
 	active int         // guarded by the tool's mu
 	idle   *time.Timer // guarded by the tool's mu
@@ -416,7 +437,7 @@ func (p *proc) armIdle(d time.Duration, f func()) {
 func (p *proc) exitedWithin(d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for {
-		if p.runner.exitState() != nil || p.isStopped() || len(tree(context.Background(), p.pid, 0, false)) == 0 {
+		if p.runner.exitState() != nil || p.isStopped() || !alive(p.pid) {
 			return true
 		}
 		if time.Now().After(deadline) {
@@ -436,10 +457,11 @@ func (p *proc) kill(reason *plugin.Error) {
 // every remaining descendant), lets go-plugin reap it and clean up, and
 // removes the scratch directory. Concurrent callers wait for the first.
 func (p *proc) stop(grace time.Duration) {
+	p.stopping.Store(true)
 	p.stopOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), grace+10*time.Second)
 		defer cancel()
-		if err := killTree(ctx, p.pid, p.pid, grace); err != nil {
+		if err := killTree(ctx, p.runner.g, grace); err != nil {
 			p.log.Error("plugin processes survived the kill", "error", err)
 		}
 		p.client.Kill()
@@ -486,11 +508,11 @@ func (t *pluginTool) start(ctx context.Context) (*proc, error) {
 			}
 			ro, rw := mountDirs(t.spec.Capabilities.Mounts)
 			ls.ReadOnly, ls.ReadWrite = ro, append(ls.ReadWrite, rw...)
-			c, err := a.command(ls)
+			c, g, err := a.command(ls)
 			if err != nil {
 				return nil, err
 			}
-			pr, err = newProcRunner(c, t.bin.path, a.cfg.KillGrace)
+			pr, err = newProcRunner(c, g, t.bin.path, a.cfg.KillGrace)
 			return pr, err
 		},
 	}
@@ -528,13 +550,15 @@ func (t *pluginTool) start(ctx context.Context) (*proc, error) {
 // watch runs the watchdog over p until it stops, and retires p when it
 // exceeds a limit or exits by itself (sweeping what it left behind).
 func (t *pluginTool) watch(p *proc) {
-	e, exited := t.a.watchTree(p.stopped, p.runner.waited, p.pid, t.spec.Limits.Memory)
+	e, exited := t.a.watchTree(p.stopped, p.runner.waited, p.runner.g, t.spec.Limits.Memory)
 	switch {
 	case e != nil:
 		t.log.Warn("watchdog kills plugin", "pid", p.pid, "limit", e.Limit, "reason", e.Message)
 		t.retire(p, e, true)
-	case exited:
-		t.retire(p, nil, false)
+	case exited && !p.stopping.Load():
+		// It exited on its own: a crash, counted for the restart backoff.
+		// (A call in flight reports how it died.)
+		t.retire(p, nil, true)
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 // tree exceeded — RSS above memory, more processes or threads than the
 // adapter allows, CPU time above its budget — or exited=true when the root
 // exited by itself. The caller kills the tree.
-func (a *Adapter) watchTree(stop, exited <-chan struct{}, pid int, memory int64) (e *plugin.Error, gone bool) {
+func (a *Adapter) watchTree(stop, exited <-chan struct{}, g *group, memory int64) (e *plugin.Error, gone bool) {
 	cfg := a.cfg
 	tick := time.NewTicker(cfg.SampleInterval)
 	defer tick.Stop()
@@ -28,7 +28,7 @@ func (a *Adapter) watchTree(stop, exited <-chan struct{}, pid int, memory int64)
 		// Without a PID namespace, orphans re-parented to the host are found
 		// only by a scan of every process; do it every tenth sample.
 		full := !a.hard.PIDNamespace && n%10 == 0
-		u := sample(ctx, pid, pid, full)
+		u := sample(ctx, g, full)
 		switch {
 		case u.Processes > cfg.MaxProcesses:
 			return plugin.LimitError("processes", "the tool started more than %d processes", cfg.MaxProcesses), false

@@ -1,0 +1,12 @@
+package subprocess
+
+// group identifies one sandboxed process tree: its root (the plugin or
+// command, which the shim became), its process group (the same number: the
+// shim runs Setpgid and seccomp forbids leaving the group), and, where the
+// kernel offers one, its pids cgroup, which caps its task count and lists
+// every member however it was re-parented.
+type group struct {
+	root   int
+	pgid   int
+	cgroup string // cgroup directory, "" if none
+}

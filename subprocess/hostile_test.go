@@ -1,0 +1,359 @@
+package subprocess
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	goplugin "github.com/hashicorp/go-plugin"
+
+	"github.com/toolhost/toolhost/plugin"
+)
+
+// Hostile plugins. Each test starts real processes, asserts the
+// containment, that no process is left behind, and that the host keeps
+// serving: a healthy tool of the same adapter still answers, and the
+// hostile tool itself can be called again.
+
+// healthy loads an echo tool next to the hostile one.
+func healthy(t *testing.T, a *Adapter) plugin.Tool {
+	t.Helper()
+	s := testSpec(testPluginSum(), "echo", "serve", newMark(t)+"-healthy")
+	s.Name = "healthy"
+	tool := load(t, a, s)
+	mustServe(t, tool)
+	return tool
+}
+
+func wantCode(t *testing.T, err error, code plugin.Code, limit string) {
+	t.Helper()
+	var pe *plugin.Error
+	if !errors.As(err, &pe) || pe.Code != code || (limit != "" && pe.Limit != limit) {
+		t.Fatalf("err = %v (%#v); want %s %s", err, pe, code, limit)
+	}
+}
+
+func TestHostileForkBomb(t *testing.T) {
+	for _, ns := range []bool{true, false} {
+		t.Run("pidns="+strconv.FormatBool(ns), func(t *testing.T) {
+			a := newTestAdapter(t, func(c *Config) { c.MaxProcesses = 16; c.NoPIDNamespace = !ns })
+			ok := healthy(t, a)
+			mark := newMark(t)
+			s := testSpec(testPluginSum(), "forkbomb", "serve", mark)
+			s.Limits.Memory = 1 << 30
+			tool := load(t, a, s)
+			_, err := call(t, tool, `{}`, 15*time.Second)
+			wantCode(t, err, plugin.CodeLimitExceeded, "processes")
+			assertNoneLeft(t, mark, 3*time.Second)
+			mustServe(t, ok)
+		})
+	}
+}
+
+func TestHostileThreadBomb(t *testing.T) {
+	a := newTestAdapter(t, func(c *Config) { c.MaxThreads = 150 })
+	ok := healthy(t, a)
+	mark := newMark(t)
+	tool := load(t, a, testSpec(testPluginSum(), "threadbomb", "serve", mark))
+	_, err := call(t, tool, `{}`, 15*time.Second)
+	wantCode(t, err, plugin.CodeLimitExceeded, "threads")
+	assertNoneLeft(t, mark, 3*time.Second)
+	mustServe(t, ok)
+	// The tool restarts and is contained again.
+	_, err = call(t, tool, `{}`, 15*time.Second)
+	wantCode(t, err, plugin.CodeLimitExceeded, "threads")
+	assertNoneLeft(t, mark, 3*time.Second)
+}
+
+func TestHostileSetsidDoubleFork(t *testing.T) {
+	for _, ns := range []bool{true, false} {
+		t.Run("pidns="+strconv.FormatBool(ns), func(t *testing.T) {
+			a := newTestAdapter(t, func(c *Config) { c.NoPIDNamespace = !ns })
+			ok := healthy(t, a)
+			mark := newMark(t)
+			tool := load(t, a, testSpec(testPluginSum(), "escape", "serve", mark))
+			res, err := call(t, tool, `{}`, 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Exit 10: setsid failed (seccomp), the grandchild started.
+			if got := res.TextContent(); !strings.HasPrefix(got, "escape-a exit 10") {
+				t.Fatalf("escape: %s", got)
+			}
+			// The plugin exits by itself; the orphaned grandchild, which
+			// ignores SIGTERM, must not survive it.
+			assertNoneLeft(t, mark, 3*time.Second)
+			mustServe(t, ok)
+			if _, err := call(t, tool, `{}`, 10*time.Second); err != nil {
+				t.Fatalf("hostile tool after restart: %v", err)
+			}
+			assertNoneLeft(t, mark, 3*time.Second)
+		})
+	}
+}
+
+func TestHostileIgnoresSIGTERM(t *testing.T) {
+	const grace = 300 * time.Millisecond
+	a := newTestAdapter(t, func(c *Config) { c.KillGrace = grace })
+	mark := newMark(t)
+	s := testSpec(testPluginSum(), "echo", "ignore-sigterm", mark)
+	tool := load(t, a, s)
+	mustServe(t, tool)
+	if _, err := call(t, tool, `{"n":5}`, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	a.Close()
+	took := time.Since(start)
+	assertNoneLeft(t, mark, 0)
+	if took < grace || took > grace+2*time.Second {
+		t.Fatalf("stop took %s; want the grace period %s, then SIGKILL", took, grace)
+	}
+}
+
+func TestHostileAllocates(t *testing.T) {
+	t.Run("watchdog", func(t *testing.T) {
+		a := newTestAdapter(t, nil)
+		ok := healthy(t, a)
+		mark := newMark(t)
+		s := testSpec(testPluginSum(), "alloc", "serve", mark)
+		s.Limits.Memory = 96 << 20
+		tool := load(t, a, s)
+		_, err := call(t, tool, `{}`, 15*time.Second)
+		wantCode(t, err, plugin.CodeLimitExceeded, "memory")
+		assertNoneLeft(t, mark, 3*time.Second)
+		mustServe(t, ok)
+	})
+	t.Run("rlimit_data", func(t *testing.T) {
+		// The watchdog samples too rarely to see it: RLIMIT_DATA stops it.
+		a := newTestAdapter(t, func(c *Config) { c.SampleInterval = time.Hour; c.DataSlack = 64 << 20 })
+		ok := healthy(t, a)
+		mark := newMark(t)
+		s := testSpec(testPluginSum(), "alloc", "serve", mark)
+		s.Limits.Memory = 64 << 20
+		tool := load(t, a, s)
+		_, err := call(t, tool, `{}`, 15*time.Second)
+		wantCode(t, err, plugin.CodeLimitExceeded, "memory")
+		assertNoneLeft(t, mark, 3*time.Second)
+		mustServe(t, ok)
+	})
+}
+
+func TestHostileFillsDisk(t *testing.T) {
+	a := newTestAdapter(t, func(c *Config) { c.MaxFileSize = 4 << 20 })
+	ok := healthy(t, a)
+	mark := newMark(t)
+	tool := load(t, a, testSpec(testPluginSum(), "filldisk", "serve", mark))
+	res, err := call(t, tool, `{}`, 15*time.Second)
+	if err != nil {
+		// Killed by SIGXFSZ (where the runtime does not ignore it).
+		wantCode(t, err, plugin.CodeLimitExceeded, "file_size")
+	} else {
+		m := regexp.MustCompile(`^wrote (\d+) bytes: .*file too large`).FindStringSubmatch(res.TextContent())
+		if !res.IsError || m == nil {
+			t.Fatalf("filldisk: %s", res.TextContent())
+		}
+		if n, _ := strconv.Atoi(m[1]); n > 4<<20 {
+			t.Fatalf("wrote %d bytes past the 4 MiB limit", n)
+		}
+	}
+	mustServe(t, ok)
+	a.Close()
+	assertNoneLeft(t, mark, 2*time.Second)
+}
+
+func TestHostileExhaustsFileDescriptors(t *testing.T) {
+	a := newTestAdapter(t, nil)
+	ok := healthy(t, a)
+	mark := newMark(t)
+	s := testSpec(testPluginSum(), "fds", "serve", mark)
+	s.Limits.FileDescriptors = 40
+	tool := load(t, a, s)
+	res, err := call(t, tool, `{}`, 15*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`^opened (\d+) files: .*too many open files`).FindStringSubmatch(res.TextContent())
+	if !res.IsError || m == nil {
+		t.Fatalf("fds: %s", res.TextContent())
+	}
+	if n, _ := strconv.Atoi(m[1]); n >= 40 {
+		t.Fatalf("opened %d files with a limit of 40", n)
+	}
+	// The plugin closed them again and still serves.
+	if _, err := call(t, tool, `{}`, 15*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	mustServe(t, ok)
+	a.Close()
+	assertNoneLeft(t, mark, 2*time.Second)
+}
+
+func TestHostileSleepsForever(t *testing.T) {
+	a := newTestAdapter(t, nil)
+	ok := healthy(t, a)
+	mark := newMark(t)
+	s := testSpec(testPluginSum(), "sleep", "serve", mark)
+	s.Limits.Timeout = 500 * time.Millisecond
+	tool := load(t, a, s)
+	for i := 0; i < 2; i++ { // and again, after the restart
+		start := time.Now()
+		_, err := call(t, tool, `{}`, 10*time.Second)
+		wantCode(t, err, plugin.CodeToolExecutionTimeout, "")
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("errors.Is(err, context.DeadlineExceeded) = false for %v", err)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Fatalf("timeout took %s", d)
+		}
+		assertNoneLeft(t, mark, 2*time.Second)
+	}
+	mustServe(t, ok)
+}
+
+func TestHostileHangsInHandshake(t *testing.T) {
+	a := newTestAdapter(t, func(c *Config) { c.StartTimeout = time.Second })
+	ok := healthy(t, a)
+	mark := newMark(t)
+	start := time.Now()
+	_, err := a.Load(context.Background(), testSpec(testPluginSum(), "echo", "hang", mark))
+	wantCode(t, err, plugin.CodeToolUnavailable, "")
+	if d := time.Since(start); d > 4*time.Second {
+		t.Fatalf("start timeout took %s", d)
+	}
+	assertNoneLeft(t, mark, 3*time.Second)
+	mustServe(t, ok)
+}
+
+func TestHostileCrashesMidCall(t *testing.T) {
+	a := newTestAdapter(t, func(c *Config) { c.RestartBackoff = 300 * time.Millisecond })
+	ok := healthy(t, a)
+	mark := newMark(t)
+	tool := load(t, a, testSpec(testPluginSum(), "crash", "serve", mark))
+	_, err := call(t, tool, `{}`, 10*time.Second)
+	wantCode(t, err, plugin.CodeToolUnavailable, "")
+	if !strings.Contains(err.Error(), "exit status 3") {
+		t.Errorf("crash error does not say how: %v", err)
+	}
+	if avail, why := tool.(plugin.Availability).Available(); avail || !strings.Contains(why, "restarting in") {
+		t.Errorf("Available() = %v, %q during the backoff", avail, why)
+	}
+	assertNoneLeft(t, mark, 2*time.Second)
+	mustServe(t, ok)
+	// The next call waits out the backoff, restarts the plugin, which
+	// crashes again: restarted, and contained again.
+	start := time.Now()
+	_, err = call(t, tool, `{}`, 10*time.Second)
+	wantCode(t, err, plugin.CodeToolUnavailable, "")
+	if d := time.Since(start); d < 200*time.Millisecond {
+		t.Errorf("restart after %s: no backoff", d)
+	}
+	assertNoneLeft(t, mark, 2*time.Second)
+}
+
+func TestHostileGarbage(t *testing.T) {
+	a := newTestAdapter(t, nil)
+	ok := healthy(t, a)
+	t.Run("stdout before the handshake", func(t *testing.T) {
+		mark := newMark(t)
+		_, err := a.Load(context.Background(), testSpec(testPluginSum(), "echo", "garbage", mark))
+		wantCode(t, err, plugin.CodeToolUnavailable, "")
+		if !strings.Contains(err.Error(), "Unrecognized remote plugin message") {
+			t.Errorf("err = %v", err)
+		}
+		assertNoneLeft(t, mark, 3*time.Second)
+	})
+	t.Run("invalid result JSON", func(t *testing.T) {
+		mark := newMark(t)
+		tool := load(t, a, testSpec(testPluginSum(), "echo", "badjson", mark))
+		_, err := call(t, tool, `{}`, 10*time.Second)
+		wantCode(t, err, plugin.CodeOutputInvalid, "")
+		mustServeTool(t, tool, plugin.CodeOutputInvalid) // still the same plugin, still answering
+	})
+	mustServe(t, ok)
+}
+
+func mustServeTool(t *testing.T, tool plugin.Tool, code plugin.Code) {
+	t.Helper()
+	_, err := call(t, tool, `{}`, 10*time.Second)
+	wantCode(t, err, code, "")
+}
+
+func TestHostileBinarySwapped(t *testing.T) {
+	exe, _ := os.Executable()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "plugin")
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{bin, filepath.Join(dir, "healthy")} {
+		if err := os.WriteFile(name, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := newTestAdapter(t, func(c *Config) { c.PluginDir = dir })
+	hs := testSpec(testPluginSum(), "echo", "serve", newMark(t)+"-healthy")
+	hs.Name, hs.Source.Path = "healthy", "healthy"
+	ok := load(t, a, hs)
+	mark := newMark(t)
+	s := testSpec(testPluginSum(), "echo", "serve", mark)
+	s.Source.Path = "plugin"
+	s.Limits.IdleTimeout = 100 * time.Millisecond
+	tool := load(t, a, s)
+	mustServe(t, tool)
+	assertNoneLeft(t, mark, 3*time.Second) // stopped when idle
+
+	// Swap the binary (a new file renamed over the pinned one).
+	if err := os.WriteFile(bin+".new", append(data, "tampered"...), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(bin+".new", bin); err != nil {
+		t.Fatal(err)
+	}
+	_, err = call(t, tool, `{"text":"x"}`, 10*time.Second)
+	wantCode(t, err, plugin.CodeToolUnavailable, "")
+	if !errors.Is(err, goplugin.ErrChecksumsDoNotMatch) {
+		t.Fatalf("err = %v, want ErrChecksumsDoNotMatch", err)
+	}
+	if left := marked(mark); len(left) > 0 {
+		t.Fatalf("the swapped binary ran: %v", left)
+	}
+	mustServe(t, ok)
+}
+
+func TestHostKilled(t *testing.T) {
+	mark := newMark(t)
+	host, _ := startTestHost(t, mark)
+	// Two plugins, each with three sleeping children that ignore SIGTERM.
+	if n := len(marked(mark)); n < 8 {
+		host.Process.Kill()
+		t.Fatalf("%d marked processes before the kill, want 8", n)
+	}
+	if err := host.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = host.Wait()
+	assertNoneLeft(t, mark, 3*time.Second)
+}
+
+func TestIdleStop(t *testing.T) {
+	a := newTestAdapter(t, nil)
+	mark := newMark(t)
+	s := testSpec(testPluginSum(), "echo", "serve", mark)
+	s.Limits.IdleTimeout = 150 * time.Millisecond
+	tool := load(t, a, s)
+	mustServe(t, tool)
+	if len(marked(mark)) != 1 {
+		t.Fatal("plugin not running after a call")
+	}
+	assertNoneLeft(t, mark, 2*time.Second)
+	mustServe(t, tool) // started again on demand
+}
