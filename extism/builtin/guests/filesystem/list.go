@@ -109,15 +109,15 @@ func list(c *guest.Call) (*guest.Result, error) {
 			abs := path.Join(dir, de.Name())
 			r := path.Join(rel, de.Name())
 			if g == nil || g.Match(r) {
-				info, err := de.Info()
-				if err != nil {
-					continue // removed while listing
-				}
 				if n == maxEntries {
 					stopped = true
 					return
 				}
-				writeEntry(&sb, ms.Display(abs), abs, info)
+				if info, err := de.Info(); err == nil {
+					writeEntry(&sb, ms.Display(abs), abs, info)
+				} else {
+					writeUnknown(&sb, ms.Display(abs), de)
+				}
 				n++
 			}
 			if de.IsDir() && depth > 1 && de.Name() != ".git" {
@@ -156,4 +156,23 @@ func writeEntry(sb *strings.Builder, shown, abs string, fi fs.FileInfo) {
 		name += "  (name is not valid UTF-8; it cannot be passed to a tool)"
 	}
 	fmt.Fprintf(sb, "%-4s %10s  %s  %s\n", kind, size, fi.ModTime().UTC().Format(time.DateTime), name)
+}
+
+// writeUnknown writes the line of an entry that cannot be examined (gone
+// since the listing, or a name the filesystem refuses to look up).
+func writeUnknown(sb *strings.Builder, shown string, de fs.DirEntry) {
+	name, ok := displayName(shown)
+	kind := "file"
+	switch t := de.Type(); {
+	case t.IsDir():
+		kind, name = "dir", name+"/"
+	case t&fs.ModeSymlink != 0:
+		kind = "link"
+	case !t.IsRegular():
+		kind = "other"
+	}
+	if !ok {
+		name += "  (name is not valid UTF-8; it cannot be passed to a tool)"
+	}
+	fmt.Fprintf(sb, "%-4s %10s  %19s  %s\n", kind, "?", "?", name)
 }

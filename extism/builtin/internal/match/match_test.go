@@ -43,9 +43,9 @@ func TestIgnore(t *testing.T) {
 	ig.Add("", "# comment\n*.log\n/build/\nnode_modules\n!keep.log\nsecret/*.txt\n\n")
 	ig.Add("sub", "*.tmp\n!important.log\n")
 	tests := []struct {
-		path  string
-		dir   bool
-		want  bool
+		path string
+		dir  bool
+		want bool
 	}{
 		{"a.log", false, true},
 		{"x/a.log", false, true},

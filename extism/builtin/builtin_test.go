@@ -1,0 +1,257 @@
+package builtin_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/toolhost/toolhost/extism"
+	"github.com/toolhost/toolhost/extism/builtin"
+	"github.com/toolhost/toolhost/plugin"
+)
+
+// adapter is shared by every test so that each module compiles once per
+// test binary; hosts get it wrapped so that closing a host keeps it open.
+var adapter *extism.Adapter
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "toolhost-builtin-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	adapter, err = extism.New(extism.Config{
+		CacheDir: filepath.Join(dir, "cache"),
+		Builtins: builtin.Lookup,
+		Logger:   hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr}),
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer adapter.Close()
+	return m.Run()
+}
+
+// keepOpen lends the shared adapter to a host without letting it close it.
+type keepOpen struct{ plugin.Adapter }
+
+func (keepOpen) Close() error { return nil }
+
+// newHost returns a host with the given tools loaded; every mount, host
+// and secret the specs declare is granted.
+func newHost(t testing.TB, specs ...plugin.Spec) *plugin.Host {
+	t.Helper()
+	var grants plugin.Capabilities
+	for _, s := range specs {
+		grants.Mounts = append(grants.Mounts, s.Capabilities.Mounts...)
+		grants.Hosts = append(grants.Hosts, s.Capabilities.Hosts...)
+		grants.Secrets = append(grants.Secrets, s.Capabilities.Secrets...)
+	}
+	return newHostWith(t, plugin.Options{Grants: grants}, specs...)
+}
+
+func newHostWith(t testing.TB, opts plugin.Options, specs ...plugin.Spec) *plugin.Host {
+	t.Helper()
+	opts.Adapters = []plugin.Adapter{keepOpen{adapter}}
+	h, err := plugin.NewHost(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	for _, s := range specs {
+		if err := h.Load(context.Background(), s); err != nil {
+			t.Fatalf("Load(%s): %v", s.Name, err)
+		}
+	}
+	return h
+}
+
+// fsSpec is a spec for one filesystem tool with dir mounted at /workspace
+// (read-only for the read-only tools).
+func fsSpec(tool, dir string, config map[string]string) plugin.Spec {
+	tier := plugin.TierSideEffecting
+	ro := false
+	switch tool {
+	case "filesystem.read", "filesystem.list", "filesystem.search":
+		tier, ro = plugin.TierReadOnly, true
+	}
+	return plugin.Spec{
+		Name:   tool,
+		Tier:   tier,
+		Source: plugin.Source{Kind: extism.Kind, Builtin: "filesystem", Tool: tool, Config: config},
+		Capabilities: plugin.Capabilities{Mounts: []plugin.Mount{
+			{HostPath: dir, GuestPath: "/workspace", ReadOnly: ro},
+		}},
+		Limits: plugin.Limits{FileBytesRead: 1 << 30},
+	}
+}
+
+// invoke calls a tool through the host's pipeline with raw JSON arguments.
+func invoke(t testing.TB, h *plugin.Host, name, args string) (*plugin.Result, error) {
+	t.Helper()
+	return h.Invoke(context.Background(), plugin.Call{Name: name, Arguments: json.RawMessage(args)})
+}
+
+// mustText calls a tool that must succeed and returns its text.
+func mustText(t testing.TB, h *plugin.Host, name, args string) string {
+	t.Helper()
+	res, err := invoke(t, h, name, args)
+	if err != nil {
+		t.Fatalf("%s %s: %v", name, args, err)
+	}
+	return res.TextContent()
+}
+
+// jsonArgs marshals v as arguments.
+func jsonArgs(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// writeFiles creates files (slash path → content) under dir.
+func writeFiles(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for p, c := range files {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// check is one table case: call a tool and expect text containing every
+// want (and no notWant), or expect the error code (and the wants in the
+// error message).
+type check struct {
+	name    string
+	tool    string
+	args    string
+	code    plugin.Code
+	want    []string
+	notWant []string
+}
+
+// runChecks runs the cases; after every failing call it makes sure the
+// host still answers a good call (probe).
+func runChecks(t *testing.T, h *plugin.Host, probe check, cases []check) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := invoke(t, h, c.tool, c.args)
+			if c.code != "" {
+				if got := plugin.CodeOf(err); got != c.code {
+					t.Fatalf("code = %q (err %v, text %q), want %s", got, err, res.TextContent(), c.code)
+				}
+				for _, w := range c.want {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q does not contain %q", err, w)
+					}
+				}
+				if res, err := invoke(t, h, probe.tool, probe.args); err != nil {
+					t.Fatalf("probe call after the failure: %v", err)
+				} else if text := res.TextContent(); !strings.Contains(text, probe.want[0]) {
+					t.Fatalf("probe call after the failure returned %q", text)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			text := res.TextContent()
+			for _, w := range c.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("output does not contain %q:\n%s", w, text)
+				}
+			}
+			for _, w := range c.notWant {
+				if strings.Contains(text, w) {
+					t.Errorf("output contains %q:\n%s", w, text)
+				}
+			}
+		})
+	}
+}
+
+func TestNames(t *testing.T) {
+	names := builtin.Names()
+	for _, n := range names {
+		b, ok := builtin.Lookup(n)
+		if !ok || !bytes.HasPrefix(b, []byte("\x00asm")) {
+			t.Errorf("Lookup(%q) = %d bytes, %v", n, len(b), ok)
+		}
+	}
+	if !slices.Contains(names, "filesystem") {
+		t.Errorf("Names() = %v, missing filesystem", names)
+	}
+	for _, bad := range []string{"", "nope", "../wasm/filesystem", "filesystem.wasm", "GOVERSION"} {
+		if _, ok := builtin.Lookup(bad); ok {
+			t.Errorf("Lookup(%q) succeeded", bad)
+		}
+	}
+}
+
+// TestReproducible rebuilds the modules and compares them with the
+// committed ones. Other Go versions produce other bytes, so it needs the
+// version recorded in wasm/GOVERSION.
+func TestReproducible(t *testing.T) {
+	if testing.Short() {
+		t.Skip("rebuilds every plugin")
+	}
+	want, err := os.ReadFile("wasm/GOVERSION")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gov, err := exec.Command("go", "env", "GOVERSION").Output()
+	if err != nil {
+		t.Skipf("no go command: %v", err)
+	}
+	if v, w := strings.TrimSpace(string(gov)), strings.TrimSpace(string(want)); v != w {
+		t.Skipf("the modules were built with %s; this is %s (run go generate ./extism/builtin to rebuild them)", w, v)
+	}
+	out := t.TempDir()
+	cmd := exec.Command("go", "run", "./internal/gen", "-src", "guests", "-out", out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("gen: %v\n%s", err, b)
+	}
+	entries, err := os.ReadDir("guests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != len(builtin.Names()) {
+		t.Errorf("guests/ has %d plugins, wasm/ %d: run go generate ./extism/builtin", len(entries), len(builtin.Names()))
+	}
+	for _, e := range entries {
+		got, err := os.ReadFile(filepath.Join(out, e.Name()+".wasm"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		committed, _ := builtin.Lookup(e.Name())
+		if !bytes.Equal(got, committed) {
+			t.Errorf("%s.wasm: rebuilding gives %d bytes that differ from the committed %d; run go generate ./extism/builtin and commit", e.Name(), len(got), len(committed))
+		}
+	}
+}

@@ -1,0 +1,179 @@
+package builtin_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolhost/toolhost/plugin"
+)
+
+// fixture builds a workspace with the awkward files the tools must handle,
+// next to an "outside" directory the tools must never reach.
+func fixture(t *testing.T) (ws, outside string) {
+	t.Helper()
+	root := t.TempDir()
+	ws, outside = filepath.Join(root, "ws"), filepath.Join(root, "outside")
+	var lines strings.Builder
+	for i := 1; i <= 100; i++ {
+		fmt.Fprintf(&lines, "line %d\n", i)
+	}
+	writeFiles(t, ws, map[string]string{
+		"hello.txt":        "hello\nworld\n",
+		"lines.txt":        lines.String(),
+		"bom.txt":          "\xef\xbb\xbfwith bom\n",
+		"latin1.txt":       "caf\xe9 cr\xe8me\n",
+		"bin.dat":          "GIF89a\x00\x01\x02needle",
+		"big.txt":          strings.Repeat("x", 100<<10),
+		"src/main.go":      "package main\n\nfunc main() {\n\tprintln(\"needle\")\n}\n",
+		"src/deep/util.go": "package deep\n\n// Needle in a comment.\nvar needle = 1 // needle twice\n",
+		"docs/guide.md":    "# Guide\n\nFind the needle here.\n",
+		".gitignore":       "ignored/\n*.log\n",
+		"ignored/x.txt":    "needle in an ignored dir\n",
+		"debug.log":        "needle in an ignored file\n",
+		".git/config":      "needle in .git\n",
+		"bad\xffname.txt":  "needle in a badly named file\n",
+		"unicode/ünï.txt":  "αβγ needle\n",
+	})
+	writeFiles(t, outside, map[string]string{"secret.txt": "needle: top secret\n"})
+	if err := os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(ws, "escape.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(ws, "escapedir")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("hello.txt", filepath.Join(ws, "link.txt")); err != nil {
+		t.Fatal(err)
+	}
+	return ws, outside
+}
+
+// hostile are the bad paths every file tool must refuse with a code.
+func hostile(tool string, extra map[string]any) []check {
+	args := func(p string) string {
+		m := map[string]any{"path": p}
+		for k, v := range extra {
+			m[k] = v
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			panic(err)
+		}
+		return string(b)
+	}
+	return []check{
+		{name: "dotdot", tool: tool, args: args("../outside/secret.txt"), code: plugin.CodePermissionDenied, want: []string{".."}},
+		{name: "dotdot inside", tool: tool, args: args("src/../../outside/secret.txt"), code: plugin.CodePermissionDenied},
+		{name: "absolute outside", tool: tool, args: args("/etc/passwd"), code: plugin.CodePermissionDenied, want: []string{"outside every mounted directory"}},
+		{name: "absolute climbing", tool: tool, args: args("/workspace/../etc/passwd"), code: plugin.CodePermissionDenied},
+		{name: "tmp is not a mount", tool: tool, args: args("/tmp/x"), code: plugin.CodePermissionDenied},
+		{name: "symlink out", tool: tool, args: args("escape.txt"), code: plugin.CodePermissionDenied},
+		{name: "through symlinked dir", tool: tool, args: args("escapedir/secret.txt"), code: plugin.CodePermissionDenied},
+		{name: "null byte", tool: tool, args: args("hello.txt\x00.png"), code: plugin.CodeInvalidRequest, want: []string{"NUL"}},
+		{name: "over-long path", tool: tool, args: args(strings.Repeat("a/", 2100) + "x"), code: plugin.CodeInvalidRequest},
+		{name: "over-long name", tool: tool, args: args(strings.Repeat("n", 300)), code: plugin.CodeInvalidRequest},
+		{name: "non-UTF-8 name", tool: tool, args: `{"path":"bad` + "\xff" + `name.txt"}`, code: plugin.CodeInvalidRequest},
+		{name: "replacement char", tool: tool, args: args("bad\uFFFDname.txt"), code: plugin.CodeInvalidRequest},
+		{name: "path not a string", tool: tool, args: `{"path": 7}`, code: plugin.CodeInvalidRequest},
+		{name: "unknown argument", tool: tool, args: args("hello.txt")[:len(args("hello.txt"))-1] + `,"bogus":1}`, code: plugin.CodeInvalidRequest},
+	}
+}
+
+func TestFilesystemRead(t *testing.T) {
+	ws, _ := fixture(t)
+	h := newHost(t, fsSpec("filesystem.read", ws, map[string]string{"max_file_size": "64KiB"}))
+	probe := check{tool: "filesystem.read", args: `{"path":"hello.txt"}`, want: []string{"hello"}}
+	cases := []check{
+		{name: "whole file", tool: "filesystem.read", args: `{"path":"hello.txt"}`, want: []string{"hello\nworld\n"}, notWant: []string{"["}},
+		{name: "absolute inside mount", tool: "filesystem.read", args: `{"path":"/workspace/hello.txt"}`, want: []string{"hello\nworld"}},
+		{name: "symlink inside", tool: "filesystem.read", args: `{"path":"link.txt"}`, want: []string{"hello"}},
+		{name: "offset and limit", tool: "filesystem.read", args: `{"path":"lines.txt","offset":10,"limit":3}`,
+			want: []string{"line 10\nline 11\nline 12\n", "[lines 10-12 of 100; call again with offset=13 for more]"}, notWant: []string{"line 9\n", "line 13"}},
+		{name: "offset to end", tool: "filesystem.read", args: `{"path":"lines.txt","offset":99}`, want: []string{"line 99\nline 100\n[lines 99-100 of 100]"}},
+		{name: "offset past end", tool: "filesystem.read", args: `{"path":"lines.txt","offset":500}`, want: []string{"offset 500 is past the end: the file has 100 lines"}},
+		{name: "bom stripped", tool: "filesystem.read", args: `{"path":"bom.txt"}`, want: []string{"with bom"}, notWant: []string{"\ufeff"}},
+		{name: "latin-1 fallback", tool: "filesystem.read", args: `{"path":"latin1.txt"}`, want: []string{"café crème", "not valid UTF-8; it was decoded as latin-1"}},
+		{name: "latin-1 asked", tool: "filesystem.read", args: `{"path":"latin1.txt","encoding":"latin-1"}`, want: []string{"café crème"}, notWant: []string{"not valid"}},
+		{name: "binary", tool: "filesystem.read", args: `{"path":"bin.dat"}`, want: []string{"Binary file, 15 bytes"}, notWant: []string{"needle"}},
+		{name: "unicode name", tool: "filesystem.read", args: `{"path":"unicode/ünï.txt"}`, want: []string{"αβγ"}},
+		{name: "too large", tool: "filesystem.read", args: `{"path":"big.txt"}`, code: plugin.CodeFileTooLarge, want: []string{"102400 bytes", "65536"}},
+		{name: "missing", tool: "filesystem.read", args: `{"path":"nope.txt"}`, code: plugin.CodeFileNotFound, want: []string{"nope.txt does not exist"}},
+		{name: "missing parent", tool: "filesystem.read", args: `{"path":"hello.txt/x"}`, code: plugin.CodeFileNotFound},
+		{name: "directory", tool: "filesystem.read", args: `{"path":"src"}`, code: plugin.CodeInvalidRequest, want: []string{"filesystem.list"}},
+		{name: "offset zero", tool: "filesystem.read", args: `{"path":"hello.txt","offset":0}`, code: plugin.CodeInvalidRequest},
+		{name: "bad encoding", tool: "filesystem.read", args: `{"path":"hello.txt","encoding":"ebcdic"}`, code: plugin.CodeInvalidRequest},
+		{name: "no path", tool: "filesystem.read", args: `{}`, code: plugin.CodeInvalidRequest},
+	}
+	cases = append(cases, hostile("filesystem.read", nil)...)
+	runChecks(t, h, probe, cases)
+}
+
+func TestFilesystemList(t *testing.T) {
+	ws, _ := fixture(t)
+	for i := range 30 {
+		writeFiles(t, ws, map[string]string{fmt.Sprintf("many/f%02d", i): "x"})
+	}
+	h := newHost(t, fsSpec("filesystem.list", ws, map[string]string{"max_entries": "20"}))
+	probe := check{tool: "filesystem.list", args: `{"path":"src"}`, want: []string{"main.go"}}
+	cases := []check{
+		{name: "workspace", tool: "filesystem.list", args: `{"path":"."}`,
+			want:    []string{"file         12  ", "  hello.txt\n", "dir           -  ", "  src/\n", "link ", "link.txt -> hello.txt", "unicode/"},
+			notWant: []string{"src/main.go"}},
+		{name: "default path", tool: "filesystem.list", args: `{}`, want: []string{"hello.txt"}},
+		{name: "subdir shows workspace paths", tool: "filesystem.list", args: `{"path":"src"}`, want: []string{"  src/main.go", "  src/deep/\n"}},
+		{name: "depth", tool: "filesystem.list", args: `{"path":"src","depth":3}`, want: []string{"src/deep/util.go"}},
+		{name: "glob", tool: "filesystem.list", args: `{"path":"src","depth":3,"glob":"*.go"}`, want: []string{"src/main.go", "src/deep/util.go"}, notWant: []string{"src/deep/\n"}},
+		{name: "glob no match", tool: "filesystem.list", args: `{"glob":"*.rs"}`, want: []string{`[no entries match "*.rs"]`}},
+		{name: "non-UTF-8 name shown quoted", tool: "filesystem.list", args: `{"glob":"bad*"}`, want: []string{`bad\xffname.txt  (name is not valid UTF-8`}},
+		{name: "a file", tool: "filesystem.list", args: `{"path":"hello.txt"}`, want: []string{"hello.txt"}},
+		{name: "entry cap", tool: "filesystem.list", args: `{"path":"many"}`, want: []string{"many/f19\n[listing stopped at 20 entries"}, notWant: []string{"f20"}},
+		{name: "does not descend into .git", tool: "filesystem.list", args: `{"depth":5,"glob":"config"}`, notWant: []string{".git/config"}},
+		{name: "empty dir", tool: "filesystem.list", args: `{"path":"ignored","glob":"nothing"}`, want: []string{"[no entries match"}},
+		{name: "missing", tool: "filesystem.list", args: `{"path":"nope"}`, code: plugin.CodeFileNotFound},
+		{name: "bad glob", tool: "filesystem.list", args: `{"glob":"[a"}`, code: plugin.CodeInvalidRequest},
+		{name: "depth too deep", tool: "filesystem.list", args: `{"depth":99}`, code: plugin.CodeInvalidRequest},
+	}
+	cases = append(cases, hostile("filesystem.list", nil)...)
+	// A symlink to a file lists fine (it is an entry); listing through a
+	// symlinked directory that leads out is refused.
+	for i := range cases {
+		if cases[i].name == "symlink out" {
+			cases[i] = check{name: "symlink out is listed as a link", tool: "filesystem.list", args: `{"path":"escape.txt"}`, want: []string{"link "}}
+		}
+	}
+	runChecks(t, h, probe, cases)
+}
+
+func TestFilesystemSearch(t *testing.T) {
+	ws, _ := fixture(t)
+	h := newHost(t, fsSpec("filesystem.search", ws, map[string]string{"max_file_size": "64KiB"}))
+	probe := check{tool: "filesystem.search", args: `{"name":"*.md"}`, want: []string{"docs/guide.md"}}
+	cases := []check{
+		{name: "literal", tool: "filesystem.search", args: `{"pattern":"needle"}`,
+			want:    []string{"src/main.go:4:11: \tprintln(\"needle\")", "src/deep/util.go:4:5: var needle = 1", "docs/guide.md:3:10: Find the needle here.", "unicode/ünï.txt:1:5: αβγ needle"},
+			notWant: []string{"ignored/x.txt", "debug.log", ".git/config", "secret", "bin.dat", "util.go:3:"}},
+		{name: "one line once", tool: "filesystem.search", args: `{"pattern":"needle","name":"util.go"}`, want: []string{"[1 matching lines; 1 files searched]"}},
+		{name: "case insensitive", tool: "filesystem.search", args: `{"pattern":"NEEDLE","case_sensitive":false,"path":"src/deep"}`,
+			want: []string{"src/deep/util.go:3:4: // Needle in a comment.", "src/deep/util.go:4:5:"}},
+		{name: "regex", tool: "filesystem.search", args: `{"pattern":"^func \\w+","regex":true}`, want: []string{"src/main.go:3:1: func main() {"}},
+		{name: "regex multiline anchors", tool: "filesystem.search", args: `{"pattern":"needle\"\\)$","regex":true}`, want: []string{"src/main.go:4:11:"}},
+		{name: "by name", tool: "filesystem.search", args: `{"name":"*.go"}`, want: []string{"src/main.go\n", "src/deep/util.go\n", "[2 files]"}},
+		{name: "by path glob", tool: "filesystem.search", args: `{"name":"src/**/*.go"}`, want: []string{"src/deep/util.go"}},
+		{name: "name and pattern", tool: "filesystem.search", args: `{"name":"*.md","pattern":"needle"}`, want: []string{"docs/guide.md:3:10:"}, notWant: []string{"main.go"}},
+		{name: "a single file", tool: "filesystem.search", args: `{"path":"docs/guide.md","pattern":"Guide"}`, want: []string{"docs/guide.md:1:3: # Guide"}},
+		{name: "cap", tool: "filesystem.search", args: `{"pattern":"line","max_results":5}`, want: []string{"lines.txt:5:1: line 5", "stopped after 5 matching lines"}, notWant: []string{"line 6"}},
+		{name: "binary skipped", tool: "filesystem.search", args: `{"pattern":"GIF"}`, want: []string{"no matches", "1 binary files skipped"}},
+		{name: "large skipped", tool: "filesystem.search", args: `{"pattern":"xxx"}`, want: []string{"1 files over 65536 bytes"}},
+		{name: "bad names counted", tool: "filesystem.search", args: `{"pattern":"badly"}`, want: []string{"no matches", "1 files with names that are not UTF-8"}},
+		{name: "no match", tool: "filesystem.search", args: `{"pattern":"zebra"}`, want: []string{"[no matches;"}},
+		{name: "nothing to search for", tool: "filesystem.search", args: `{}`, code: plugin.CodeInvalidRequest},
+		{name: "bad regex", tool: "filesystem.search", args: `{"pattern":"(","regex":true}`, code: plugin.CodeInvalidRequest, want: []string{"regular expression"}},
+		{name: "bad glob", tool: "filesystem.search", args: `{"name":"{a"}`, code: plugin.CodeInvalidRequest},
+		{name: "missing dir", tool: "filesystem.search", args: `{"path":"nope","pattern":"x"}`, code: plugin.CodeFileNotFound},
+	}
+	cases = append(cases, hostile("filesystem.search", map[string]any{"pattern": "needle"})...)
+	runChecks(t, h, probe, cases)
+}
