@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/toolhost/toolhost/extism"
+	"github.com/toolhost/toolhost/extism/builtin"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/plugin/config"
 	"github.com/toolhost/toolhost/subprocess"
@@ -24,6 +25,7 @@ func builtinAdapters() []builtinAdapter {
 			return extism.New(extism.Config{
 				CacheDir: filepath.Join(cfg.Host.CacheDir, "wasm"),
 				Logger:   log,
+				Builtins: builtin.Lookup,
 			})
 		}},
 		{kind: subprocess.Kind, build: func(cfg *config.Config, log hclog.Logger) (plugin.Adapter, error) {
