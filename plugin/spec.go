@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -201,11 +202,51 @@ func ParseHostRule(s string) (HostRule, error) {
 	} else if strings.Count(s, ":") == 1 {
 		return HostRule{}, fmt.Errorf("host %q: %v", s, err)
 	}
+	bracketed := strings.HasPrefix(s, "[")
 	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
 	if host == "" || host == "*" {
 		return HostRule{}, fmt.Errorf("host %q: a rule must name a host; \"*\" alone is not allowed", s)
 	}
+	// An IP literal is kept in its canonical form, so that "0:0::1" and
+	// "::1" are the same rule when grants and declarations are compared.
+	if ip, err := netip.ParseAddr(host); err == nil && ip.Zone() == "" {
+		return HostRule{Host: ip.String(), Port: port}, nil
+	}
+	if bracketed || strings.Contains(host, ":") {
+		return HostRule{}, fmt.Errorf("host %q: %q is not an IP address", s, host)
+	}
+	if err := checkDNSName(strings.TrimPrefix(host, "*.")); err != nil {
+		return HostRule{}, fmt.Errorf("host %q: %v", s, err)
+	}
 	return HostRule{Host: host, Port: port}, nil
+}
+
+// checkDNSName reports why name is not a host name: dot-separated labels of
+// 1-63 letters, digits, '-' or '_', not starting or ending with '-', at
+// most 253 bytes, and not ending in an all-digit label (which would be a
+// malformed IP address).
+func checkDNSName(name string) error {
+	if len(name) > 253 {
+		return fmt.Errorf("a host name is at most 253 bytes")
+	}
+	labels := strings.Split(name, ".")
+	for _, l := range labels {
+		if l == "" || len(l) > 63 {
+			return fmt.Errorf("%q is not a host name (empty or over-long label)", name)
+		}
+		if l[0] == '-' || l[len(l)-1] == '-' {
+			return fmt.Errorf("%q is not a host name (a label starts or ends with '-')", name)
+		}
+		for _, c := range []byte(l) {
+			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+				return fmt.Errorf("%q is not a host name (character %q; a wildcard is allowed only as a leading \"*.\")", name, c)
+			}
+		}
+	}
+	if strings.Trim(labels[len(labels)-1], "0123456789") == "" {
+		return fmt.Errorf("%q is neither a host name nor an IP address", name)
+	}
+	return nil
 }
 
 func (r HostRule) String() string {

@@ -192,6 +192,22 @@ func TestParseHostRule(t *testing.T) {
 		{in: "example.com:http", err: "port must be 1-65535"},
 		{in: "example.com:", err: "port must be 1-65535"},
 		{in: ":443", err: "must name a host"},
+		{in: "0:0:0:0:0:0:0:1", want: plugin.HostRule{Host: "::1"}, str: "[::1]"},
+		{in: "[::FFFF:1.2.3.4]:443", want: plugin.HostRule{Host: "::ffff:1.2.3.4", Port: 443}, str: "[::ffff:1.2.3.4]:443"},
+		{in: "my_host-1.internal", want: plugin.HostRule{Host: "my_host-1.internal"}, str: "my_host-1.internal"},
+		{in: "*.com", want: plugin.HostRule{Host: "*.com"}, str: "*.com"},
+		{in: "foo:bar:baz", err: "not an IP address"},
+		{in: "[example.com]:80", err: "not an IP address"},
+		{in: "[fe80::1%eth0]:80", err: "not an IP address"},
+		{in: "exa mple.com", err: "not a host name"},
+		{in: "*.*.example.com", err: "a wildcard is allowed only as a leading"},
+		{in: "ex*ample.com", err: "a wildcard is allowed only as a leading"},
+		{in: "a..b", err: "not a host name"},
+		{in: "-a.com", err: "starts or ends with '-'"},
+		{in: "1.2.3.4.5", err: "neither a host name nor an IP address"},
+		{in: "256.1.1.1", err: "neither a host name nor an IP address"},
+		{in: "*.10.0.0.1", err: "neither a host name nor an IP address"},
+		{in: strings.Repeat("a", 64) + ".com", err: "over-long label"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
