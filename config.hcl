@@ -1,5 +1,6 @@
 # toolhost's default configuration: the built-in catalog, scoped to ./workspace,
-# no network, no subprocess tier. See docs/configuration.md for every setting.
+# no network, no subprocess tier. See docs/configuration.md for every setting
+# and docs/tools.md for every built-in tool.
 
 host {
   workspace = "./workspace"
@@ -12,5 +13,100 @@ host {
 grants {
   mount {
     path = "./workspace"
+  }
+  # Network tools need their hosts granted here and on the tool, e.g.
+  # hosts = ["en.wikipedia.org", "api.search.brave.com:443"]
+}
+
+# --- Files: read-only tools see ./workspace read-only at /workspace. ---
+
+tool "filesystem.read" {
+  tier = "read_only"
+  wasm {
+    builtin = "filesystem"
+    tool    = "filesystem.read"
+    config  = { max_file_size = "10MiB" }
+  }
+  mount {
+    host_path  = "./workspace"
+    guest_path = "/workspace"
+    read_only  = true
+  }
+  limits {
+    file_bytes_read = "16MiB"
+  }
+}
+
+tool "filesystem.list" {
+  tier = "read_only"
+  wasm {
+    builtin = "filesystem"
+    tool    = "filesystem.list"
+    config  = { max_entries = "1000" }
+  }
+  mount {
+    host_path  = "./workspace"
+    guest_path = "/workspace"
+    read_only  = true
+  }
+}
+
+tool "filesystem.search" {
+  tier = "read_only"
+  wasm {
+    builtin = "filesystem"
+    tool    = "filesystem.search"
+    config  = { max_file_size = "10MiB" }
+  }
+  mount {
+    host_path  = "./workspace"
+    guest_path = "/workspace"
+    read_only  = true
+  }
+  limits {
+    # A search reads every file it looks at.
+    file_bytes_read = "1GiB"
+  }
+}
+
+# --- Files: writers change ./workspace, one call at a time. ---
+
+tool "filesystem.write" {
+  tier = "side_effecting"
+  wasm {
+    builtin = "filesystem"
+    tool    = "filesystem.write"
+  }
+  mount {
+    host_path  = "./workspace"
+    guest_path = "/workspace"
+  }
+}
+
+tool "filesystem.edit" {
+  tier = "side_effecting"
+  wasm {
+    builtin = "filesystem"
+    tool    = "filesystem.edit"
+    config  = { max_file_size = "10MiB" }
+  }
+  mount {
+    host_path  = "./workspace"
+    guest_path = "/workspace"
+  }
+  limits {
+    file_bytes_read = "16MiB"
+  }
+}
+
+tool "filesystem.delete" {
+  tier = "side_effecting"
+  wasm {
+    builtin = "filesystem"
+    tool    = "filesystem.delete"
+  }
+  mount {
+    host_path  = "./workspace"
+    guest_path = "/workspace"
   }
 }
