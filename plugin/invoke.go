@@ -197,29 +197,29 @@ func (h *Host) run(ctx context.Context, call Call, caller *nestedInvoker, parent
 	}
 	res, err := h.execute(ctx, e, req)
 	if err != nil {
-		return nil, redactError(call.Name, secrets, err)
+		return nil, toolError(call.Name, secrets, int(spec.Limits.Preview), err)
 	}
 	return h.finish(ctx, e, call, secrets, res)
 }
 
-// redactError returns err with the call's secret values replaced in its
-// message, so that a tool cannot leak a secret through an error text. The
+// toolError prepares an error a tool returned for the model: the call's
+// secret values are replaced in its message, so that a tool cannot leak a
+// secret through an error text, and the message is cut to the preview
+// size like any output (a tool may fail with megabytes of stderr). The
 // cause stays reachable for errors.Is and errors.As; only the text changes.
-func redactError(tool string, secrets *Secrets, err error) error {
-	if secrets == nil || len(secrets.values) == 0 {
-		return err
-	}
+func toolError(tool string, secrets *Secrets, preview int, err error) error {
 	e := asError(tool, err)
 	msg := e.Message
 	if msg == "" && e.Err != nil {
 		msg = e.Err.Error()
 	}
-	if r := secrets.Redact(msg); r != msg {
-		c := *e
-		c.Message = r
-		return &c
+	short, _ := Truncate(secrets.Redact(msg), preview)
+	if short == msg {
+		return e
 	}
-	return e
+	c := *e
+	c.Message = short
+	return &c
 }
 
 // normalizeArguments checks that raw is a JSON object within max bytes and
@@ -384,7 +384,8 @@ func (h *Host) finish(ctx context.Context, e *entry, call Call, secrets *Secrets
 		if out.Code == "" {
 			out.Code = CodeToolExecutionFailed
 		}
-		return nil, &Error{Code: out.Code, Limit: out.Limit, Message: out.TextContent()}
+		msg, _ := Truncate(out.TextContent(), int(spec.Limits.Preview))
+		return nil, &Error{Code: out.Code, Limit: out.Limit, Message: msg}
 	}
 
 	if e.output != nil {
@@ -403,6 +404,7 @@ func (h *Host) finish(ctx context.Context, e *entry, call Call, secrets *Secrets
 			out.Content = []Content{Text(string(out.StructuredContent))}
 		}
 	}
+	h.keepArtifacts(ctx, call, secrets, out)
 	if err := h.truncate(ctx, e, call, out); err != nil {
 		return nil, err
 	}
