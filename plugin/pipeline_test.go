@@ -1036,3 +1036,36 @@ func parseTruncated(full, text string) (head, tail string, omitted int, err erro
 	}
 	return "", "", 0, fmt.Errorf("head %d + omitted %d + tail %d bytes is not the %d-byte output, or they are not its ends", len(head), omitted, len(tail), len(full))
 }
+
+func TestLongErrorsAreCut(t *testing.T) {
+	const preview = 1000
+	stderr := strings.Repeat("compiler says no\n", 10_000)
+	tests := []struct {
+		name   string
+		result *plugin.Result
+		err    error
+		code   plugin.Code
+	}{
+		{"error result", &plugin.Result{Content: []plugin.Content{plugin.Text(stderr)}, IsError: true}, nil, plugin.CodeToolExecutionFailed},
+		{"error", nil, errors.New(stderr), plugin.CodeToolExecutionFailed},
+		{"*Error", nil, plugin.Errorf(plugin.CodeFileNotFound, "%s", stderr), plugin.CodeFileNotFound},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHost(t, plugin.Options{})
+			mustRegister(t, h, plugin.Spec{Name: "build", Limits: plugin.Limits{Preview: preview}}, fn(`{"type":"object"}`, func(context.Context, *plugin.Request) (*plugin.Result, error) {
+				return tc.result, tc.err
+			}))
+			res, err := invoke(t, h, call("build", `{}`))
+			wantErr(t, res, err, tc.code, "", "compiler says no", "[... truncated ")
+			var pe *plugin.Error
+			errors.As(err, &pe)
+			if len(pe.Message) > preview {
+				t.Errorf("message is %d bytes, preview %d", len(pe.Message), preview)
+			}
+			if _, _, _, perr := parseTruncated(stderr, pe.Message); perr != nil {
+				t.Error(perr)
+			}
+		})
+	}
+}
