@@ -1,0 +1,41 @@
+package plugin
+
+import (
+	"context"
+	"strings"
+)
+
+// ArtifactURIPrefix marks an embedded resource a tool wants kept as an
+// artifact of the call rather than shown to the model: a content item of
+// type "resource" whose URI is "toolhost-artifact:<name>" (a diff, a
+// report). The pipeline stores its text under that name and lists the
+// reference in Result.Artifacts; the item itself leaves the content.
+const ArtifactURIPrefix = "toolhost-artifact:"
+
+// keepArtifacts stores the result's artifact resources and removes them
+// from its content. Their text is redacted like any output. A store that
+// refuses one is logged; the call still succeeds.
+func (h *Host) keepArtifacts(ctx context.Context, call Call, secrets *Secrets, res *Result) {
+	kept := res.Content[:0:0]
+	for _, c := range res.Content {
+		name, ok := strings.CutPrefix(c.URI, ArtifactURIPrefix)
+		if c.Type != "resource" || !ok {
+			kept = append(kept, c)
+			continue
+		}
+		if name == "" {
+			name = call.ID
+		}
+		mime := c.MIMEType
+		if mime == "" {
+			mime = "text/plain; charset=utf-8"
+		}
+		ref, err := h.artifacts.Put(ctx, ArtifactMeta{Name: name, MIMEType: mime, CallID: call.ID, Tool: call.Name}, []byte(secrets.Redact(c.Text)))
+		if err != nil {
+			h.log.Warn("artifact not kept", "tool", call.Name, "call_id", call.ID, "artifact", name, "error", err)
+			continue
+		}
+		res.Artifacts = append(res.Artifacts, ref)
+	}
+	res.Content = kept
+}
