@@ -405,7 +405,6 @@ func (h *Host) finish(ctx context.Context, e *entry, call Call, secrets *Secrets
 		}
 	}
 	h.keepArtifacts(ctx, call, secrets, out)
-	h.keepArtifacts(ctx, call, secrets, out)
 	if err := h.truncate(ctx, e, call, out); err != nil {
 		return nil, err
 	}
