@@ -133,7 +133,9 @@ func brokenHarness(broken string) plugintest.Harness {
 			return text(strings.Repeat("x", in.Bytes)), nil
 		})
 	case "ask-never-asks":
-		wrap("ask", func(context.Context, *plugin.Request, plugin.Tool) (*plugin.Result, error) { return text("confirmed"), nil })
+		wrap("ask", func(context.Context, *plugin.Request, plugin.Tool) (*plugin.Result, error) {
+			return text("confirmed"), nil
+		})
 	case "ask-ignores-answer":
 		wrap("ask", func(ctx context.Context, req *plugin.Request, inner plugin.Tool) (*plugin.Result, error) {
 			if _, ok := req.Answers["confirm"]; ok {
