@@ -64,8 +64,8 @@ func (a *app) toolsTable(tools []plugin.ToolInfo) error {
 
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	if len(s) > 72 {
-		s = s[:69] + "..."
+	if r := []rune(s); len(r) > 72 {
+		s = string(r[:69]) + "..."
 	}
 	return s
 }
