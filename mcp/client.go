@@ -1,0 +1,764 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolhost/toolhost/plugin"
+)
+
+// Kind is the adapter kind of tools from remote MCP servers.
+const Kind = "mcp"
+
+// AdapterOptions configure NewAdapter.
+type AdapterOptions struct {
+	// Logger is the parent logger; the adapter names it "mcp". Header
+	// values are never logged.
+	Logger hclog.Logger
+	// Secrets resolves the secrets a server's headers reference ($NAME)
+	// when the adapter connects at load time, before any call exists to
+	// carry them (the config's secret blocks). Calls use the secrets the
+	// pipeline resolved for them (Request.Secrets). Nil: a server whose
+	// headers need secrets is first reached on its first call.
+	Secrets plugin.SecretSource
+	// Version is sent to servers as the client version.
+	Version string
+	// ConnectTimeout bounds connecting to a server and listing its tools
+	// at load (default 5s). A server not reached by then does not stop the
+	// host: its tools load as unavailable.
+	ConnectTimeout time.Duration
+	// MaxResponseBytes caps one HTTP response from a server (default 10 MiB).
+	MaxResponseBytes int64
+	// Retries is how many times a call is retried on a transient error,
+	// with exponential backoff from 100ms (default 3).
+	Retries int
+	// ProbeWait is how long checking a down server's availability waits for
+	// a reconnection attempt (default 1.5s); attempts are at most one per
+	// RetryGap (default 1s) per server.
+	ProbeWait, RetryGap time.Duration
+}
+
+// Adapter is the plugin.Adapter for remote MCP servers: each allowed tool
+// of an mcp_server becomes a tool that calls the server over streamable
+// HTTP. Tools of one server share one connection (one MCP session),
+// opened at load and reopened after failures. It is safe for concurrent use.
+type Adapter struct {
+	opts AdapterOptions
+	log  hclog.Logger
+
+	mu      sync.Mutex
+	remotes map[string]*remote
+	closed  bool
+}
+
+var _ plugin.Adapter = (*Adapter)(nil)
+
+// NewAdapter returns an MCP client adapter.
+func NewAdapter(opts AdapterOptions) *Adapter {
+	if opts.ConnectTimeout <= 0 {
+		opts.ConnectTimeout = 5 * time.Second
+	}
+	if opts.MaxResponseBytes <= 0 {
+		opts.MaxResponseBytes = 10 << 20
+	}
+	if opts.Retries <= 0 {
+		opts.Retries = 3
+	}
+	if opts.ProbeWait <= 0 {
+		opts.ProbeWait = 1500 * time.Millisecond
+	}
+	if opts.RetryGap <= 0 {
+		opts.RetryGap = time.Second
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	log := opts.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	return &Adapter{opts: opts, log: log.Named("mcp"), remotes: map[string]*remote{}}
+}
+
+// Kind implements plugin.Adapter.
+func (a *Adapter) Kind() string { return Kind }
+
+// Close implements plugin.Adapter: it ends every server session.
+func (a *Adapter) Close() error {
+	a.mu.Lock()
+	a.closed = true
+	rs := make([]*remote, 0, len(a.remotes))
+	for _, r := range a.remotes {
+		rs = append(rs, r)
+	}
+	a.mu.Unlock()
+	for _, r := range rs {
+		r.close()
+	}
+	return nil
+}
+
+// CheckURL checks an MCP server URL: https, or plain http to a loopback
+// address only.
+func CheckURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("MCP server URL %q: %v", raw, err)
+	}
+	if u.Host == "" || u.User != nil {
+		return fmt.Errorf("MCP server URL %q: want https://host/path, without credentials", raw)
+	}
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		h := u.Hostname()
+		if h == "localhost" {
+			return nil
+		}
+		if ip := net.ParseIP(h); ip != nil && ip.IsLoopback() {
+			return nil
+		}
+		return fmt.Errorf("MCP server URL %q: plain http is allowed only to loopback addresses; use https", raw)
+	}
+	return fmt.Errorf("MCP server URL %q: the scheme must be https (or http to loopback)", raw)
+}
+
+// Load implements plugin.Adapter. The first Load for a server connects to
+// it and lists its tools (within ConnectTimeout); when that fails, the
+// server's tools load as unavailable, with an unknown schema that is
+// fetched and enforced once the server is reached.
+func (a *Adapter) Load(ctx context.Context, spec *plugin.Spec) (plugin.Tool, error) {
+	srv := spec.Source.Server
+	if srv == nil || srv.Name == "" {
+		return nil, errors.New("an mcp tool needs its server (Source.Server)")
+	}
+	if err := CheckURL(srv.URL); err != nil {
+		return nil, err
+	}
+	name := spec.Source.Tool
+	if name == "" {
+		name = strings.TrimPrefix(spec.Name, srv.Name+"/")
+	}
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil, errors.New("adapter is closed")
+	}
+	r, ok := a.remotes[srv.Name]
+	if !ok {
+		r = newRemote(a, *srv, spec.Capabilities.Secrets)
+		a.remotes[srv.Name] = r
+	} else if r.srv.URL != srv.URL {
+		a.mu.Unlock()
+		return nil, fmt.Errorf("MCP server %q is configured twice with different URLs", srv.Name)
+	}
+	a.mu.Unlock()
+
+	r.loadOnce(ctx)
+	t := &remoteTool{r: r, name: name, full: spec.Name}
+	mt, ok, why := r.manifestTool(name)
+	switch {
+	case ok:
+		t.desc = descriptorOf(mt)
+	case why != "":
+		// Reached, but the server does not offer the tool (or offers one
+		// the host refuses): listed as unavailable, never silently dropped.
+		a.log.Warn("MCP tool unavailable", "server", srv.Name, "tool", name, "reason", why)
+		t.desc = plugin.Descriptor{InputSchema: json.RawMessage(`{"type":"object"}`),
+			Description: fmt.Sprintf("Tool %q of MCP server %q (unavailable: %s).", name, srv.Name, why)}
+	default:
+		t.lateSchema = true
+		t.desc = plugin.Descriptor{InputSchema: json.RawMessage(`{"type":"object"}`),
+			Description: fmt.Sprintf("Tool %q of MCP server %q, which was unreachable when the host started; its schemas are checked on every call.", name, srv.Name)}
+	}
+	return t, nil
+}
+
+// remote is one MCP server: its connection, manifest and health.
+type remote struct {
+	a       *Adapter
+	srv     plugin.MCPServer
+	secrets []string // secret names its headers may use
+	log     hclog.Logger
+	hc      *http.Client
+
+	loadMu sync.Mutex
+	loaded bool
+
+	mu       sync.Mutex
+	session  *sdk.ClientSession
+	headers  http.Header // expanded; never logged
+	manifest map[string]*manifestEntry
+	rejected map[string]string
+	down     bool
+	reason   string
+	last     time.Time     // last connection attempt
+	probing  chan struct{} // closed when the current probe ends
+	connMu   sync.Mutex    // serializes connection attempts
+}
+
+// manifestEntry is one remote tool that passed the ingress checks.
+type manifestEntry struct {
+	tool   *sdk.Tool
+	input  *plugin.Schema
+	output *plugin.Schema
+}
+
+func newRemote(a *Adapter, srv plugin.MCPServer, secrets []string) *remote {
+	r := &remote{a: a, srv: srv, secrets: secrets, log: a.log.With("server", srv.Name)}
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	r.hc = &http.Client{
+		Transport: &remoteTransport{r: r, base: base},
+		// A redirect could carry the auth headers elsewhere.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return r
+}
+
+// loadOnce connects and lists at most once for all the server's Loads.
+func (r *remote) loadOnce(ctx context.Context) {
+	r.loadMu.Lock()
+	defer r.loadMu.Unlock()
+	if r.loaded {
+		return
+	}
+	r.loaded = true
+	if err := r.setHeaders(r.lookupSecrets(ctx)); err != nil {
+		r.markDown(err)
+		r.log.Warn("MCP server not contacted at start; its tools are unavailable until a call brings the secrets", "error", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.a.opts.ConnectTimeout)
+	defer cancel()
+	if _, err := r.connect(ctx); err != nil {
+		r.log.Warn("MCP server unreachable at start; its tools are listed as unavailable", "error", err)
+	}
+}
+
+func (r *remote) lookupSecrets(ctx context.Context) *plugin.Secrets {
+	vals := map[string]string{}
+	if src := r.a.opts.Secrets; src != nil {
+		for _, n := range r.secrets {
+			if v, err := src.LookupSecret(ctx, n); err == nil {
+				vals[n] = v
+			}
+		}
+	}
+	return plugin.NewSecrets(vals)
+}
+
+// setHeaders expands the configured headers with secrets. It fails when a
+// header uses a secret that is not resolved.
+func (r *remote) setHeaders(sec *plugin.Secrets) error {
+	h := http.Header{}
+	for k, v := range r.srv.Headers {
+		x := sec.Expand(v)
+		for _, n := range r.secrets {
+			if strings.Contains(x, "${"+n+"}") {
+				return fmt.Errorf("header %s uses the secret %s, which has no value", k, n)
+			}
+		}
+		h.Set(k, x)
+	}
+	r.mu.Lock()
+	r.headers = h
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *remote) manifestTool(name string) (*manifestEntry, bool, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.manifest == nil {
+		return nil, false, ""
+	}
+	if why, ok := r.rejected[name]; ok {
+		return nil, false, why
+	}
+	e, ok := r.manifest[name]
+	if !ok {
+		return nil, false, "the server does not offer it"
+	}
+	return e, true, ""
+}
+
+// connect returns the server's session, opening one (and listing the
+// tools, the first time) when there is none.
+func (r *remote) connect(ctx context.Context) (*sdk.ClientSession, error) {
+	r.connMu.Lock()
+	defer r.connMu.Unlock()
+	r.mu.Lock()
+	cs := r.session
+	r.mu.Unlock()
+	if cs != nil {
+		return cs, nil
+	}
+	r.mu.Lock()
+	r.last = time.Now()
+	r.mu.Unlock()
+	tr := &sdk.StreamableClientTransport{
+		Endpoint: r.srv.URL, HTTPClient: r.hc, MaxRetries: -1,
+		DisableStandaloneSSE: true, MaxEventSize: int(r.a.opts.MaxResponseBytes),
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "toolhost", Version: r.a.opts.Version}, nil)
+	cs, err := client.Connect(ctx, tr, nil)
+	if err != nil {
+		err = fmt.Errorf("connecting: %w", err)
+		r.markDown(err)
+		return nil, err
+	}
+	r.mu.Lock()
+	listed := r.manifest != nil
+	r.mu.Unlock()
+	if !listed {
+		if err := r.list(ctx, cs); err != nil {
+			cs.Close()
+			r.markDown(err)
+			return nil, err
+		}
+	}
+	r.mu.Lock()
+	r.session = cs
+	r.down, r.reason = false, ""
+	r.mu.Unlock()
+	return cs, nil
+}
+
+// maxTools bounds a server's manifest.
+const maxTools = 10000
+
+// list fetches the manifest and checks it at ingress: every tool needs a
+// valid, unique name of at most 128 characters (with the server's prefix),
+// an object input schema and a valid output schema, or it is rejected
+// with a log line naming the server and tool.
+func (r *remote) list(ctx context.Context, cs *sdk.ClientSession) error {
+	var tools []*sdk.Tool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return fmt.Errorf("listing tools: %w", err)
+		}
+		if len(tools) >= maxTools {
+			return fmt.Errorf("listing tools: the server offers more than %d", maxTools)
+		}
+		tools = append(tools, t)
+	}
+	manifest := map[string]*manifestEntry{}
+	rejected := map[string]string{}
+	reject := func(name, why string) {
+		rejected[name] = why
+		delete(manifest, name)
+		r.log.Warn("MCP tool rejected at ingress", "tool", name, "reason", why)
+	}
+	seen := map[string]int{}
+	for _, t := range tools {
+		seen[t.Name]++
+	}
+	for _, t := range tools {
+		switch {
+		case seen[t.Name] > 1:
+			if _, done := rejected[t.Name]; !done {
+				reject(t.Name, fmt.Sprintf("the server lists %d tools with this name", seen[t.Name]))
+			}
+			continue
+		case t.Name == "" || len(t.Name) > 128:
+			reject(t.Name, fmt.Sprintf("name of %d characters; want 1-128", len(t.Name)))
+			continue
+		case !plugin.ValidToolName(r.srv.Name + "/" + t.Name):
+			reject(t.Name, fmt.Sprintf("%q is not a valid tool name under %q (letters, digits, '_', '-', '.', '/'; at most 128 in all)", t.Name, r.srv.Name+"/"))
+			continue
+		}
+		e, err := checkManifestTool(t)
+		if err != nil {
+			reject(t.Name, err.Error())
+			continue
+		}
+		manifest[t.Name] = e
+	}
+	r.mu.Lock()
+	r.manifest, r.rejected = manifest, rejected
+	r.mu.Unlock()
+	return nil
+}
+
+func checkManifestTool(t *sdk.Tool) (*manifestEntry, error) {
+	in, err := json.Marshal(t.InputSchema)
+	if err != nil || t.InputSchema == nil {
+		return nil, errors.New("no input schema")
+	}
+	e := &manifestEntry{tool: t}
+	if e.input, err = plugin.CompileSchema(in); err != nil {
+		return nil, fmt.Errorf("input schema: %v", err)
+	}
+	var typ struct {
+		Type any `json:"type"`
+	}
+	if json.Unmarshal(in, &typ) != nil || typ.Type != "object" {
+		return nil, errors.New(`input schema must have "type": "object"`)
+	}
+	if t.OutputSchema != nil {
+		out, err := json.Marshal(t.OutputSchema)
+		if err != nil {
+			return nil, fmt.Errorf("output schema: %v", err)
+		}
+		if e.output, err = plugin.CompileSchema(out); err != nil {
+			return nil, fmt.Errorf("output schema: %v", err)
+		}
+	}
+	return e, nil
+}
+
+func descriptorOf(e *manifestEntry) plugin.Descriptor {
+	t := e.tool
+	d := plugin.Descriptor{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: e.input.Raw()}
+	if e.output != nil {
+		d.OutputSchema = e.output.Raw()
+	}
+	if a := t.Annotations; a != nil {
+		// Hints only: the operator's tier decides policy.
+		d.Annotations = &plugin.Annotations{Title: a.Title, ReadOnlyHint: a.ReadOnlyHint, DestructiveHint: a.DestructiveHint,
+			IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
+	}
+	return d
+}
+
+// markDown records a failure to reach the server and drops its session.
+func (r *remote) markDown(err error) {
+	r.mu.Lock()
+	cs := r.session
+	r.session = nil
+	r.down = true
+	r.reason = fmt.Sprintf("MCP server %q is unreachable: %v", r.srv.Name, err)
+	r.last = time.Now()
+	r.mu.Unlock()
+	if cs != nil {
+		go cs.Close()
+	}
+}
+
+// dropSession forgets a session that failed, so the next attempt opens a
+// new one.
+func (r *remote) dropSession(cs *sdk.ClientSession) {
+	r.mu.Lock()
+	if r.session == cs {
+		r.session = nil
+	}
+	r.mu.Unlock()
+	go cs.Close()
+}
+
+// available reports whether the server can be called. A server that is
+// down is probed again (at most once per RetryGap), and the answer waits
+// up to ProbeWait for that probe, so that the first call after a server
+// came back finds it.
+func (r *remote) available() (bool, string) {
+	r.mu.Lock()
+	if !r.down || r.headers == nil {
+		// Up, or not contacted yet because its secrets come with the
+		// first call: let the call find out.
+		r.mu.Unlock()
+		return true, ""
+	}
+	ch := r.probing
+	if ch == nil && time.Since(r.last) >= r.a.opts.RetryGap {
+		ch = make(chan struct{})
+		r.probing = ch
+		go r.probe(ch)
+	}
+	r.mu.Unlock()
+	if ch != nil {
+		t := time.NewTimer(r.a.opts.ProbeWait)
+		select {
+		case <-ch:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.down, r.reason
+}
+
+func (r *remote) probe(done chan struct{}) {
+	defer func() {
+		r.mu.Lock()
+		r.probing = nil
+		r.mu.Unlock()
+		close(done)
+	}()
+	r.mu.Lock()
+	hdrOK := r.headers != nil
+	r.mu.Unlock()
+	if !hdrOK {
+		return // the secrets arrive with the first call
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.a.opts.ConnectTimeout)
+	defer cancel()
+	if _, err := r.connect(ctx); err == nil {
+		r.log.Info("MCP server reachable again")
+	}
+}
+
+func (r *remote) close() {
+	r.mu.Lock()
+	cs := r.session
+	r.session = nil
+	r.mu.Unlock()
+	if cs != nil {
+		cs.Close()
+	}
+}
+
+// remoteTool is one allowed tool of a remote server.
+type remoteTool struct {
+	r    *remote
+	name string // the server's name for it
+	full string // the host's name: server/tool
+	desc plugin.Descriptor
+	// lateSchema: the server was down at load, so the host registered a
+	// permissive schema; the manifest's schemas are enforced here.
+	lateSchema bool
+}
+
+var (
+	_ plugin.Tool         = (*remoteTool)(nil)
+	_ plugin.Availability = (*remoteTool)(nil)
+)
+
+func (t *remoteTool) Descriptor() plugin.Descriptor { return t.desc }
+
+// Available implements plugin.Availability.
+func (t *remoteTool) Available() (bool, string) {
+	if ok, why := t.r.available(); !ok {
+		return false, why
+	}
+	if _, ok, why := t.r.manifestTool(t.name); !ok && why != "" {
+		return false, why
+	}
+	return true, ""
+}
+
+// callTrack notes, per call, that a response went over the size cap.
+type callTrack struct {
+	mu       sync.Mutex
+	exceeded bool
+}
+
+type trackKey struct{}
+
+// Call implements plugin.Tool.
+func (t *remoteTool) Call(ctx context.Context, req *plugin.Request) (*plugin.Result, error) {
+	r := t.r
+	if err := r.setHeaders(req.Secrets); err != nil {
+		return nil, plugin.Errorf(plugin.CodeToolUnavailable, "MCP server %q: %v", r.srv.Name, err)
+	}
+	track := &callTrack{}
+	ctx = context.WithValue(ctx, trackKey{}, track)
+	backoff := 100 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		res, err, retry := t.attempt(ctx, req, track)
+		if !retry || attempt >= r.a.opts.Retries {
+			return res, err
+		}
+		req.Log.Debug("retrying MCP call", "attempt", attempt+1, "error", err)
+		timer := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, ctx.Err()
+		case <-timer.C:
+		}
+		backoff *= 2
+	}
+}
+
+// attempt makes one try; retry says whether trying again is safe.
+func (t *remoteTool) attempt(ctx context.Context, req *plugin.Request, track *callTrack) (*plugin.Result, error, bool) {
+	r := t.r
+	cs, err := r.connect(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err(), false
+		}
+		return nil, plugin.Errorf(plugin.CodeToolUnavailable, "MCP server %q: %v", r.srv.Name, err), true
+	}
+	e, ok, why := r.manifestTool(t.name)
+	if !ok {
+		if why == "" {
+			why = "the server's tools are not listed yet"
+		}
+		return nil, plugin.Errorf(plugin.CodeToolUnavailable, "tool %q: %s", t.full, why), false
+	}
+	if t.lateSchema {
+		if err := e.input.ValidateJSON(req.Arguments); err != nil {
+			return nil, plugin.Errorf(plugin.CodeInvalidRequest, "invalid arguments: %v", err), false
+		}
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: t.name, Arguments: json.RawMessage(req.Arguments)})
+	if err == nil {
+		out, err := toPluginResult(res)
+		if err == nil && t.lateSchema && e.output != nil && !out.IsError {
+			if len(out.StructuredContent) == 0 {
+				return nil, plugin.Errorf(plugin.CodeOutputInvalid, "tool %q has an output schema but returned no structured content", t.full), false
+			}
+			if verr := e.output.ValidateJSON(out.StructuredContent); verr != nil {
+				return nil, plugin.Errorf(plugin.CodeOutputInvalid, "tool %q returned output that does not match its output schema: %v", t.full, verr), false
+			}
+		}
+		return out, err, false
+	}
+	track.mu.Lock()
+	exceeded := track.exceeded
+	track.mu.Unlock()
+	switch {
+	case exceeded:
+		r.dropSession(cs)
+		return nil, plugin.LimitError("http_response", "MCP server %q sent a response over %s", r.srv.Name, plugin.FormatSize(r.a.opts.MaxResponseBytes)), false
+	case ctx.Err() != nil:
+		return nil, ctx.Err(), false
+	}
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) {
+		code := plugin.CodeToolExecutionFailed
+		if werr.Code == -32602 {
+			code = plugin.CodeInvalidRequest
+		}
+		return nil, plugin.Errorf(code, "MCP server %q: %s", r.srv.Name, werr.Message), false
+	}
+	// A transport failure: the session is suspect.
+	r.dropSession(cs)
+	if notDelivered(err) || req.Spec != nil && req.Spec.Tier == plugin.TierReadOnly {
+		return nil, plugin.Errorf(plugin.CodeToolUnavailable, "MCP server %q: %v", r.srv.Name, err), true
+	}
+	r.markDown(err)
+	return nil, plugin.Errorf(plugin.CodeToolUnavailable, "MCP server %q failed during the call (it may have run): %v", r.srv.Name, err), false
+}
+
+// notDelivered reports whether err shows that the request never reached
+// the server's tool, so that retrying cannot repeat a side effect: the
+// connection was refused, or the server no longer knew the session.
+func notDelivered(err error) bool {
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return true
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "connection refused") || strings.Contains(msg, "session not found") ||
+		strings.Contains(msg, "404 Not Found") || strings.Contains(msg, "503 Service Unavailable")
+}
+
+// toPluginResult maps an MCP result to the host's. A server's tool error
+// stays a tool error (isError); the pipeline gives it its code.
+func toPluginResult(res *sdk.CallToolResult) (*plugin.Result, error) {
+	out := &plugin.Result{IsError: res.IsError}
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *sdk.TextContent:
+			out.Content = append(out.Content, plugin.Text(c.Text))
+		case *sdk.ImageContent:
+			out.Content = append(out.Content, plugin.Content{Type: "image", Data: c.Data, MIMEType: c.MIMEType})
+		case *sdk.AudioContent:
+			out.Content = append(out.Content, plugin.Content{Type: "audio", Data: c.Data, MIMEType: c.MIMEType})
+		case *sdk.ResourceLink:
+			out.Content = append(out.Content, plugin.Content{Type: "resource_link", URI: c.URI, Name: c.Name, MIMEType: c.MIMEType})
+		case *sdk.EmbeddedResource:
+			if rc := c.Resource; rc != nil {
+				item := plugin.Content{Type: "resource", URI: rc.URI, MIMEType: rc.MIMEType, Text: rc.Text}
+				if rc.Blob != nil {
+					item.Data = rc.Blob
+				}
+				out.Content = append(out.Content, item)
+			}
+		}
+	}
+	if res.StructuredContent != nil {
+		b, err := json.Marshal(res.StructuredContent)
+		if err != nil {
+			return nil, plugin.Errorf(plugin.CodeOutputInvalid, "structured content: %v", err)
+		}
+		out.StructuredContent = b
+	}
+	if len(res.InputRequests) > 0 {
+		return nil, plugin.Errorf(plugin.CodeToolExecutionFailed, "the MCP server asked for input (elicitation), which toolhost does not forward")
+	}
+	return out, nil
+}
+
+// remoteTransport adds the server's headers to every request and caps
+// every response body.
+type remoteTransport struct {
+	r    *remote
+	base http.RoundTripper
+}
+
+func (rt *remoteTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	rt.r.mu.Lock()
+	hdr := rt.r.headers
+	rt.r.mu.Unlock()
+	if len(hdr) > 0 {
+		req = req.Clone(req.Context())
+		for k, v := range hdr {
+			req.Header[k] = slices.Clone(v)
+		}
+	}
+	resp, err := rt.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	track, _ := req.Context().Value(trackKey{}).(*callTrack)
+	resp.Body = &capReader{rc: resp.Body, left: rt.r.a.opts.MaxResponseBytes, track: track}
+	return resp, nil
+}
+
+// errResponseTooLarge is returned by a capped body past its cap.
+var errResponseTooLarge = errors.New("response over the size cap")
+
+type capReader struct {
+	rc    io.ReadCloser
+	left  int64
+	track *callTrack
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		if c.track != nil {
+			c.track.mu.Lock()
+			c.track.exceeded = true
+			c.track.mu.Unlock()
+		}
+		return 0, errResponseTooLarge
+	}
+	if int64(len(p)) > c.left+1 {
+		p = p[:c.left+1]
+	}
+	n, err := c.rc.Read(p)
+	c.left -= int64(n)
+	if c.left < 0 {
+		if c.track != nil {
+			c.track.mu.Lock()
+			c.track.exceeded = true
+			c.track.mu.Unlock()
+		}
+		return n, errResponseTooLarge
+	}
+	return n, err
+}
+
+func (c *capReader) Close() error { return c.rc.Close() }
