@@ -6,6 +6,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/toolhost/toolhost/extism"
 	"github.com/toolhost/toolhost/extism/builtin"
+	"github.com/toolhost/toolhost/mcp"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/plugin/config"
 	"github.com/toolhost/toolhost/subprocess"
@@ -30,6 +31,9 @@ func builtinAdapters() []builtinAdapter {
 		}},
 		{kind: subprocess.Kind, build: func(cfg *config.Config, log hclog.Logger) (plugin.Adapter, error) {
 			return subprocess.New(subprocess.Config{Logger: log})
+		}},
+		{kind: mcp.Kind, build: func(cfg *config.Config, log hclog.Logger) (plugin.Adapter, error) {
+			return mcp.NewAdapter(mcp.AdapterOptions{Logger: log, Secrets: cfg.Secrets, Version: Version}), nil
 		}},
 	}
 }
