@@ -357,6 +357,9 @@ func newTestAdapter(t testing.TB, mod func(*Config)) *Adapter {
 	if mod != nil {
 		mod(&cfg)
 	}
+	if raceEnabled {
+		cfg.DataSlack = 1 << 50
+	}
 	a, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package subprocess
+
+const raceEnabled = false
