@@ -1,8 +1,10 @@
 package builtin_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -176,4 +178,189 @@ func TestFilesystemSearch(t *testing.T) {
 	}
 	cases = append(cases, hostile("filesystem.search", map[string]any{"pattern": "needle"})...)
 	runChecks(t, h, probe, cases)
+}
+
+// artifact returns the text of the named artifact of a result.
+func artifact(t *testing.T, h *plugin.Host, res *plugin.Result, name string) string {
+	t.Helper()
+	for _, a := range res.Artifacts {
+		if a.Name == name {
+			_, rc, err := h.Artifact(context.Background(), a.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rc.Close()
+			b, err := io.ReadAll(rc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(b)
+		}
+	}
+	t.Fatalf("no artifact %q in %+v", name, res.Artifacts)
+	return ""
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestFilesystemWrite(t *testing.T) {
+	ws, outside := fixture(t)
+	h := newHost(t, fsSpec("filesystem.write", ws, nil))
+
+	res, err := invoke(t, h, "filesystem.write", `{"path":"new/dir/a.txt","content":"one\ntwo\n"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.TextContent(); got != "Wrote 8 bytes to new/dir/a.txt (new file)" {
+		t.Errorf("text = %q", got)
+	}
+	if got := readFile(t, filepath.Join(ws, "new/dir/a.txt")); got != "one\ntwo\n" {
+		t.Errorf("file = %q", got)
+	}
+	if d := artifact(t, h, res, "new_dir_a.txt.diff"); d != "--- /dev/null\n+++ b/new/dir/a.txt\n@@ -0,0 +1,2 @@\n+one\n+two\n" {
+		t.Errorf("diff = %q", d)
+	}
+
+	res, err = invoke(t, h, "filesystem.write", `{"path":"new/dir/a.txt","content":"one\n2\n"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.TextContent(); got != "Wrote 6 bytes to new/dir/a.txt (+1 -1 lines; the diff is kept as an artifact)" {
+		t.Errorf("text = %q", got)
+	}
+	if d := artifact(t, h, res, "new_dir_a.txt.diff"); d != "--- a/new/dir/a.txt\n+++ b/new/dir/a.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n" {
+		t.Errorf("diff = %q", d)
+	}
+	// No temporary file is left behind.
+	entries, _ := os.ReadDir(filepath.Join(ws, "new/dir"))
+	if len(entries) != 1 {
+		t.Errorf("new/dir holds %d entries, want 1", len(entries))
+	}
+
+	probe := check{tool: "filesystem.write", args: `{"path":"probe.txt","content":"ok"}`, want: []string{"Wrote 2 bytes"}}
+	cases := []check{
+		{name: "unchanged", tool: "filesystem.write", args: `{"path":"hello.txt","content":"hello\nworld\n"}`, want: []string{"(content unchanged)"}},
+		{name: "no create_directories", tool: "filesystem.write", args: `{"path":"nodir/x.txt","content":"x","create_directories":false}`,
+			code: plugin.CodeFileNotFound, want: []string{"create_directories"}},
+		{name: "onto a directory", tool: "filesystem.write", args: `{"path":"src","content":"x"}`, code: plugin.CodeInvalidRequest},
+		{name: "the mount itself", tool: "filesystem.write", args: `{"path":".","content":"x"}`, code: plugin.CodeInvalidRequest},
+		{name: "content missing", tool: "filesystem.write", args: `{"path":"x.txt"}`, code: plugin.CodeInvalidRequest},
+		{name: "symlink inside", tool: "filesystem.write", args: `{"path":"link.txt","content":"x"}`, code: plugin.CodeInvalidRequest, want: []string{"symbolic link"}},
+	}
+	cases = append(cases, hostile("filesystem.write", map[string]any{"content": "pwned"})...)
+	runChecks(t, h, probe, cases)
+	if got := readFile(t, filepath.Join(outside, "secret.txt")); got != "needle: top secret\n" {
+		t.Fatalf("a file outside the mount changed: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(ws), "pwned")); err == nil {
+		t.Fatal("a file was created outside the mount")
+	}
+}
+
+func TestFilesystemWriteReadOnlyMount(t *testing.T) {
+	ws, _ := fixture(t)
+	spec := fsSpec("filesystem.write", ws, nil)
+	spec.Capabilities.Mounts[0].ReadOnly = true
+	h := newHost(t, spec)
+	_, err := invoke(t, h, "filesystem.write", `{"path":"hello.txt","content":"x"}`)
+	if plugin.CodeOf(err) != plugin.CodePermissionDenied {
+		t.Fatalf("err = %v, want PERMISSION_DENIED", err)
+	}
+	if got := readFile(t, filepath.Join(ws, "hello.txt")); got != "hello\nworld\n" {
+		t.Fatalf("file changed: %q", got)
+	}
+}
+
+func TestFilesystemEdit(t *testing.T) {
+	ws, _ := fixture(t)
+	writeFiles(t, ws, map[string]string{"code.go": "a := 1\nb := 2\na := 1\nc := 3\n"})
+	h := newHost(t, fsSpec("filesystem.edit", ws, map[string]string{"max_file_size": "64KiB"}))
+
+	res, err := invoke(t, h, "filesystem.edit", `{"path":"code.go","old":"b := 2","new":"b := 20"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "Edited code.go (+1 -1 lines)\n\n--- a/code.go\n+++ b/code.go\n@@ -1,4 +1,4 @@\n a := 1\n-b := 2\n+b := 20\n a := 1\n c := 3\n"
+	if got := res.TextContent(); got != want {
+		t.Errorf("text = %q, want %q", got, want)
+	}
+	if got := artifact(t, h, res, "code.go.diff"); !strings.Contains(want, got) {
+		t.Errorf("artifact = %q", got)
+	}
+	if got := readFile(t, filepath.Join(ws, "code.go")); got != "a := 1\nb := 20\na := 1\nc := 3\n" {
+		t.Errorf("file = %q", got)
+	}
+
+	cases := []check{
+		{name: "several matches", tool: "filesystem.edit", args: `{"path":"code.go","old":"a := 1","new":"x"}`,
+			code: plugin.CodeInvalidRequest, want: []string{"occurs 2 times", "at lines 1, 3"}},
+		{name: "no match", tool: "filesystem.edit", args: `{"path":"code.go","old":"zzz","new":"x"}`, code: plugin.CodeInvalidRequest, want: []string{"0 matches"}},
+		{name: "whitespace hint", tool: "filesystem.edit", args: `{"path":"code.go","old":"b  :=  20","new":"x"}`, code: plugin.CodeInvalidRequest, want: []string{"different whitespace"}},
+		{name: "same text", tool: "filesystem.edit", args: `{"path":"code.go","old":"c","new":"c"}`, code: plugin.CodeInvalidRequest},
+		{name: "empty old", tool: "filesystem.edit", args: `{"path":"code.go","old":"","new":"x"}`, code: plugin.CodeInvalidRequest},
+		{name: "missing file", tool: "filesystem.edit", args: `{"path":"nope.go","old":"a","new":"b"}`, code: plugin.CodeFileNotFound},
+		{name: "binary", tool: "filesystem.edit", args: `{"path":"bin.dat","old":"GIF","new":"PNG"}`, code: plugin.CodeInvalidRequest},
+		{name: "too large", tool: "filesystem.edit", args: `{"path":"big.txt","old":"x","new":"y"}`, code: plugin.CodeFileTooLarge},
+		{name: "directory", tool: "filesystem.edit", args: `{"path":"src","old":"x","new":"y"}`, code: plugin.CodeInvalidRequest},
+		{name: "symlink inside", tool: "filesystem.edit", args: `{"path":"link.txt","old":"hello","new":"bye"}`, code: plugin.CodeInvalidRequest, want: []string{"symbolic link (to hello.txt)"}},
+	}
+	cases = append(cases, hostile("filesystem.edit", map[string]any{"old": "needle", "new": "pwned"})...)
+	runChecks(t, h, check{tool: "filesystem.edit", args: `{"path":"code.go","old":"c := 3","new":"c := 4"}`, want: []string{"Edited code.go"}}, cases[:1])
+	// Every later probe flips the line back and forth.
+	for i, c := range cases[1:] {
+		old, new := "c := 4", "c := 3"
+		if i%2 == 1 {
+			old, new = new, old
+		}
+		runChecks(t, h, check{tool: "filesystem.edit", args: jsonArgs(t, map[string]string{"path": "code.go", "old": old, "new": new}), want: []string{"Edited code.go"}}, []check{c})
+	}
+}
+
+func TestFilesystemDelete(t *testing.T) {
+	ws, outside := fixture(t)
+	h := newHost(t, fsSpec("filesystem.delete", ws, nil))
+	if got := mustText(t, h, "filesystem.delete", `{"path":"docs/guide.md"}`); got != "Deleted docs/guide.md" {
+		t.Errorf("text = %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "docs/guide.md")); err == nil {
+		t.Error("file still there")
+	}
+	// Deleting a link removes the link, not what it points at.
+	mustText(t, h, "filesystem.delete", `{"path":"link.txt"}`)
+	if got := readFile(t, filepath.Join(ws, "hello.txt")); got != "hello\nworld\n" {
+		t.Errorf("link target changed: %q", got)
+	}
+	for i := range 40 {
+		writeFiles(t, ws, map[string]string{fmt.Sprintf("probe%d.txt", i): "x"})
+	}
+	n := 0
+	next := func() check {
+		n++
+		return check{tool: "filesystem.delete", args: fmt.Sprintf(`{"path":"probe%d.txt"}`, n), want: []string{"Deleted"}}
+	}
+	cases := []check{
+		{name: "directory refused", tool: "filesystem.delete", args: `{"path":"src"}`, code: plugin.CodeInvalidRequest, want: []string{"directory"}},
+		{name: "missing", tool: "filesystem.delete", args: `{"path":"nope.txt"}`, code: plugin.CodeFileNotFound},
+		{name: "the mount", tool: "filesystem.delete", args: `{"path":"."}`, code: plugin.CodeInvalidRequest},
+	}
+	cases = append(cases, hostile("filesystem.delete", nil)...)
+	for _, c := range cases {
+		if c.name == "symlink out" {
+			continue // deleting the link itself is allowed; its target stays
+		}
+		runChecks(t, h, next(), []check{c})
+	}
+	if got := readFile(t, filepath.Join(outside, "secret.txt")); got != "needle: top secret\n" {
+		t.Fatalf("a file outside the mount changed: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "src")); err != nil {
+		t.Fatalf("directory gone: %v", err)
+	}
 }

@@ -101,6 +101,9 @@ func write(c *guest.Call) (*guest.Result, error) {
 	dir := path.Dir(p.Abs)
 	if in.CreateDirectories == nil || *in.CreateDirectories {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
+			if _, serr := os.Stat(dir); errors.Is(err, fs.ErrExist) && serr != nil {
+				err = serr // a link leading out of the mount "exists" but cannot be followed
+			}
 			return fail(mounts.FromOS(path.Dir(p.Display), err)), nil
 		}
 	} else if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
@@ -143,8 +146,11 @@ func previous(p mounts.Path) (string, bool, *guest.Result) {
 	if fi.IsDir() {
 		return "", false, invalid("%s is a directory", p.Display)
 	}
+	if r := notLink(p, fi); r != nil {
+		return "", false, r
+	}
 	if !fi.Mode().IsRegular() {
-		return "", true, nil
+		return "", false, invalid("%s is not a regular file", p.Display)
 	}
 	b, err := os.ReadFile(p.Abs)
 	if err != nil {
@@ -229,9 +235,12 @@ func edit(c *guest.Call) (*guest.Result, error) {
 	if r != nil {
 		return r, nil
 	}
-	fi, err := os.Stat(p.Abs)
+	fi, err := os.Lstat(p.Abs)
 	if err != nil {
 		return fail(mounts.FromOS(p.Display, err)), nil
+	}
+	if r := notLink(p, fi); r != nil {
+		return r, nil
 	}
 	if fi.IsDir() {
 		return invalid("%s is a directory", p.Display), nil
@@ -313,4 +322,18 @@ func remove(c *guest.Call) (*guest.Result, error) {
 		return fail(mounts.FromOS(p.Display, err)), nil
 	}
 	return guest.Text("Deleted " + p.Display), nil
+}
+
+// notLink refuses to write through a symbolic link: replacing the file
+// would replace the link, and its target may be outside every mount (then
+// the answer is PERMISSION_DENIED). The model is told the target instead.
+func notLink(p mounts.Path, fi fs.FileInfo) *guest.Result {
+	if fi.Mode()&fs.ModeSymlink == 0 {
+		return nil
+	}
+	if _, err := os.Stat(p.Abs); err != nil {
+		return fail(mounts.FromOS(p.Display, err))
+	}
+	target, _ := os.Readlink(p.Abs)
+	return invalid("%s is a symbolic link (to %s); write to the file it points at instead", p.Display, target)
 }
