@@ -146,7 +146,7 @@ func TestNetwork(t *testing.T) {
 		{"metadata by name", []plugin.HostRule{rule(t, "metadata.test")}, "http://metadata.test/latest/meta-data/"},
 		{"IPv4-mapped literal", allowOK, fmt.Sprintf("http://[::ffff:127.0.0.1]:%d/", okPort)},
 		{"IPv4-mapped by name", []plugin.HostRule{rule(t, "mapped.test")}, fmt.Sprintf("http://mapped.test:%d/", okPort)},
-		{"decimal IP", []plugin.HostRule{rule(t, "2130706433")}, fmt.Sprintf("http://2130706433:%d/", okPort)},
+		{"decimal IP", allowOK, fmt.Sprintf("http://2130706433:%d/", okPort)},
 		{"hex IP", allowOK, fmt.Sprintf("http://0x7f000001:%d/", okPort)},
 		{"octal IP", allowOK, fmt.Sprintf("http://0177.0.0.1:%d/", okPort)},
 		{"short IP", allowOK, fmt.Sprintf("http://127.1:%d/", okPort)},

@@ -51,6 +51,7 @@ type wasmTool struct {
 	desc plugin.Descriptor
 
 	pool     chan *instance
+	retired  chan *instance // used instances waiting to be closed
 	kick     chan struct{}
 	quit     chan struct{}
 	wg       sync.WaitGroup
@@ -66,11 +67,12 @@ func newTool(a *Adapter, spec *plugin.Spec, m mode, info *moduleInfo, code []byt
 	lim := spec.Limits.WithDefaults(plugin.DefaultLimits())
 	t := &wasmTool{
 		a: a, spec: spec, mode: m, info: info, code: code, key: key, where: where,
-		limits: lim,
-		log:    a.log.Named(spec.Name),
-		done:   make(chan struct{}),
-		kick:   make(chan struct{}, 1),
-		quit:   make(chan struct{}),
+		limits:  lim,
+		log:     a.log.Named(spec.Name),
+		done:    make(chan struct{}),
+		kick:    make(chan struct{}, 1),
+		retired: make(chan *instance, 8),
+		quit:    make(chan struct{}),
 	}
 	t.transport = newTransport()
 	if lim.Pool > 0 {
@@ -148,6 +150,7 @@ func (t *wasmTool) refill() {
 	defer t.wg.Done()
 	backoff := 10 * time.Millisecond
 	for {
+		t.closeRetired()
 		for len(t.pool) < cap(t.pool) {
 			ctx, cancel := context.WithTimeout(context.Background(), t.limits.Timeout)
 			inst, err := t.newInstance(ctx, t.spec)
@@ -188,19 +191,50 @@ func (t *wasmTool) take(ctx context.Context, spec *plugin.Spec) (*instance, erro
 	if t.pool != nil {
 		select {
 		case inst := <-t.pool:
-			select {
-			case t.kick <- struct{}{}:
-			default:
-			}
 			return inst, nil
-		default:
-		}
-		select {
-		case t.kick <- struct{}{}:
 		default:
 		}
 	}
 	return t.newInstance(ctx, t.spec)
+}
+
+// retire disposes of a used instance. Closing one (freeing its memory,
+// removing its /tmp) takes a few hundred microseconds, so it is left to the
+// background goroutine when there is one; the instance is never used again
+// either way.
+func (t *wasmTool) retire(inst *instance) {
+	if t.pool != nil {
+		select {
+		case <-t.quit:
+		case t.retired <- inst:
+			return
+		default:
+		}
+	}
+	inst.close()
+}
+
+func (t *wasmTool) closeRetired() {
+	for {
+		select {
+		case inst := <-t.retired:
+			inst.close()
+		default:
+			return
+		}
+	}
+}
+
+// refillLater asks the pool to refill. Calls do it when they finish, so
+// that building the replacement does not compete with the call itself.
+func (t *wasmTool) refillLater() {
+	if t.pool == nil {
+		return
+	}
+	select {
+	case t.kick <- struct{}{}:
+	default:
+	}
 }
 
 // describe fills in the descriptor. A list_tools plugin is asked for it
@@ -360,7 +394,8 @@ func (t *wasmTool) run(ctx context.Context, req *plugin.Request, export string, 
 		}
 		return nil, plugin.Errorf(plugin.CodeToolUnavailable, "%v", err)
 	}
-	defer inst.close()
+	defer t.refillLater()
+	defer t.retire(inst)
 	cctx, cancel := context.WithTimeout(ctx, limits.Timeout)
 	defer cancel()
 	inst.begin(cctx, req, spec, limits, cancel)
@@ -418,6 +453,7 @@ func (t *wasmTool) Close() error {
 		close(t.quit)
 		<-t.done
 		t.wg.Wait()
+		t.closeRetired()
 		if t.pool != nil {
 			for {
 				select {

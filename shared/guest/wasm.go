@@ -41,6 +41,15 @@ func output(fast bool, b []byte) {
 	pdk.Output(b)
 }
 
+func init() {
+	// Exercise the I/O path once while the host initialises the instance
+	// (stdin is empty then).
+	if fastIO() {
+		_, _ = io.ReadAll(os.Stdin)
+		_, _ = os.Stdout.Write(nil)
+	}
+}
+
 //go:wasmexport list_tools
 func listToolsExport() int32 {
 	output(fastIO(), ListTools())
