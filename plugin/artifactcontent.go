@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"slices"
 	"strings"
 )
 
@@ -16,6 +17,11 @@ const ArtifactURIPrefix = "toolhost-artifact:"
 // from its content. Their text is redacted like any output. A store that
 // refuses one is logged; the call still succeeds.
 func (h *Host) keepArtifacts(ctx context.Context, call Call, secrets *Secrets, res *Result) {
+	if !slices.ContainsFunc(res.Content, func(c Content) bool {
+		return c.Type == "resource" && strings.HasPrefix(c.URI, ArtifactURIPrefix)
+	}) {
+		return // the common case: no copy of the content
+	}
 	kept := res.Content[:0:0]
 	for _, c := range res.Content {
 		name, ok := strings.CutPrefix(c.URI, ArtifactURIPrefix)
