@@ -91,7 +91,7 @@ func TestExamples(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m := structured(t, res); m["count"] != float64(6) || m["vowels"] != "eoa" {
+		if m := structured(t, res); m["count"] != float64(5) || m["vowels"] != "eoa" {
 			t.Fatalf("count_vowels = %v", m)
 		}
 	})
