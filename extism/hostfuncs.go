@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	extism "github.com/extism/go-sdk"
 
@@ -28,12 +29,21 @@ type httpRequest struct {
 	URL     string            `json:"url"`
 	Headers map[string]string `json:"headers,omitempty"`
 	Body    []byte            `json:"body,omitempty"`
+	// TimeoutMS bounds this request (connect, redirects, body) below the
+	// call's own deadline; 0 means only the call's deadline.
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
 }
+
+// maxRedirects is how many redirects one guest request follows; each is
+// checked against the allowlist before it is followed.
+const maxRedirects = 5
 
 // httpResponse is what toolhost_http_request returns. Error is set (and
 // Code with it) when the request was refused or failed.
 type httpResponse struct {
-	Status  int               `json:"status,omitempty"`
+	Status int `json:"status,omitempty"`
+	// URL is the final URL, after redirects.
+	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
 	Body    []byte            `json:"body,omitempty"`
 	Error   string            `json:"error,omitempty"`
@@ -130,6 +140,11 @@ func doHTTP(ctx context.Context, inst *instance, in *httpRequest) *httpResponse 
 	if len(in.Body) > 0 {
 		body = bytes.NewReader(in.Body)
 	}
+	if in.TimeoutMS > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(in.TimeoutMS)*time.Millisecond)
+		defer cancel()
+	}
 	req, err := http.NewRequestWithContext(withGuard(ctx, inst.guard), method, u.String(), body)
 	if err != nil {
 		return httpFail(plugin.CodeInvalidRequest, "%v", err)
@@ -144,8 +159,8 @@ func doHTTP(ctx context.Context, inst *instance, in *httpRequest) *httpResponse 
 	client := &http.Client{
 		Transport: t.transport,
 		CheckRedirect: func(r *http.Request, via []*http.Request) error {
-			if len(via) >= 10 {
-				return errors.New("too many redirects")
+			if len(via) > maxRedirects {
+				return fmt.Errorf("stopped after %d redirects", maxRedirects)
 			}
 			if err := inst.guard.checkURL(r.URL); err != nil {
 				return fmt.Errorf("redirect refused: %w", err)
@@ -169,21 +184,27 @@ func doHTTP(ctx context.Context, inst *instance, in *httpRequest) *httpResponse 
 			return httpFail(plugin.CodeLimitExceeded, "http_requests limit exceeded")
 		}
 		code := plugin.CodeToolExecutionFailed
-		if errors.Is(err, errHostNotAllowed) || errors.Is(err, errAddrForbidden) {
+		switch {
+		case errors.Is(err, errHostNotAllowed) || errors.Is(err, errAddrForbidden):
 			code = plugin.CodeCapabilityDenied
+		case errors.Is(err, context.DeadlineExceeded) && in.TimeoutMS > 0:
+			code = plugin.CodeToolExecutionTimeout
 		}
 		return httpFail(code, "%s", secrets.Redact(err.Error()))
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, lim.HTTPResponse+1))
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && in.TimeoutMS > 0 {
+			return httpFail(plugin.CodeToolExecutionTimeout, "reading response: %s", secrets.Redact(err.Error()))
+		}
 		return httpFail(plugin.CodeToolExecutionFailed, "reading response: %s", secrets.Redact(err.Error()))
 	}
 	if int64(len(b)) > lim.HTTPResponse {
 		inst.abort(plugin.LimitError("http_response", "an HTTP response body exceeded the %s limit", plugin.FormatSize(lim.HTTPResponse)))
 		return httpFail(plugin.CodeLimitExceeded, "http_response limit exceeded")
 	}
-	out := &httpResponse{Status: resp.StatusCode, Headers: map[string]string{}, Body: secrets.RedactBytes(b)}
+	out := &httpResponse{Status: resp.StatusCode, URL: secrets.Redact(resp.Request.URL.String()), Headers: map[string]string{}, Body: secrets.RedactBytes(b)}
 	for k, v := range resp.Header {
 		out.Headers[k] = secrets.Redact(strings.Join(v, ", "))
 	}

@@ -51,6 +51,8 @@ var guestCodes = map[plugin.Code]bool{
 	plugin.CodeInvalidRequest: true, plugin.CodeFileNotFound: true, plugin.CodeFileTooLarge: true,
 	plugin.CodePermissionDenied: true, plugin.CodeCapabilityDenied: true, plugin.CodeLimitExceeded: true,
 	plugin.CodeToolExecutionFailed: true,
+	// A guest may time out its own work (an HTTP request with a timeout).
+	plugin.CodeToolExecutionTimeout: true,
 }
 
 // decodeCallToolOutput turns guest output into a Result, or explains what is

@@ -101,11 +101,18 @@ type HTTPRequest struct {
 	URL     string            `json:"url"`
 	Headers map[string]string `json:"headers,omitempty"`
 	Body    []byte            `json:"body,omitempty"`
+	// TimeoutMS bounds this request below the call's deadline (0: none);
+	// when it passes, the error's code is TOOL_EXECUTION_TIMEOUT.
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
 }
 
 // HTTPResponse is the host's answer. Secret values in it are redacted.
+// The host follows at most 5 redirects, checking each against the tool's
+// allowlist.
 type HTTPResponse struct {
-	Status  int               `json:"status,omitempty"`
+	Status int `json:"status,omitempty"`
+	// URL is the final URL, after redirects.
+	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
 	Body    []byte            `json:"body,omitempty"`
 	Error   string            `json:"error,omitempty"`
