@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -153,12 +154,34 @@ func (h *Host) Load(ctx context.Context, spec Spec) error {
 		return fmt.Errorf("tool %q: %w", spec.Name, err)
 	}
 	if err := h.Register(spec, t); err != nil {
-		if c, ok := t.(Closer); ok {
+		// Release what the adapter loaded, unless the adapter handed out a
+		// tool that is registered already (the in-process adapter returns
+		// the application's own tool every time): that one is in use.
+		if c, ok := t.(Closer); ok && !h.registered(t) {
 			c.Close()
 		}
 		return err
 	}
 	return nil
+}
+
+// registered reports whether t is registered under some name.
+func (h *Host) registered(t Tool) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for _, e := range h.tools {
+		if sameTool(e.tool, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameTool reports whether a and b are the same tool value. Tools of a
+// type that cannot be compared are never the same.
+func sameTool(a, b Tool) bool {
+	ta := reflect.TypeOf(a)
+	return ta == reflect.TypeOf(b) && ta != nil && ta.Comparable() && a == b
 }
 
 // checkSpec applies the composition rule and the limit maxima, and fills in
@@ -320,7 +343,11 @@ func (h *Host) Close() error {
 	}
 	h.mu.Unlock()
 	var errs []error
-	for _, e := range entries {
+	for i, e := range entries {
+		// A tool registered under several names is closed once.
+		if slices.ContainsFunc(entries[:i], func(p *entry) bool { return sameTool(p.tool, e.tool) }) {
+			continue
+		}
 		if c, ok := e.tool.(Closer); ok {
 			if err := c.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("tool %q: %w", e.spec.Name, err))
