@@ -1,0 +1,207 @@
+package mcp_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolhost/toolhost/mcp"
+	"github.com/toolhost/toolhost/plugin"
+)
+
+// The latency benchmark: `host serve --stdio` (every call in a fresh,
+// sandboxed wasm instance) next to the reference filesystem MCP server
+// (@modelcontextprotocol/server-filesystem, plain Node.js file access), on
+// the same directory, driven over stdio by one Go client (the SDK's).
+// Each sub-benchmark reports the median and 99th percentile of tools/call
+// round trips:
+//
+//	go test ./mcp -run '^$' -bench Filesystem -benchtime 3000x
+//
+// The host is built from ./cmd/host, or taken from $TOOLHOST_BENCH_HOST,
+// and runs the repository's config.hcl with its workspace pointed at a
+// temporary directory holding a 4 KiB file and a directory of 20 entries.
+// toolhost's side uses whatever config.hcl offers as filesystem.read and
+// filesystem.list; without them it is skipped.
+
+var (
+	hostBinOnce sync.Once
+	hostBin     string
+	hostBinErr  error
+)
+
+// hostBinary returns a host binary built from this checkout.
+func hostBinary(b *testing.B) string {
+	b.Helper()
+	if p := os.Getenv("TOOLHOST_BENCH_HOST"); p != "" {
+		return p
+	}
+	hostBinOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "toolhost-bench")
+		if err != nil {
+			hostBinErr = err
+			return
+		}
+		hostBin = filepath.Join(dir, "host")
+		out, err := exec.Command("go", "build", "-o", hostBin, "../cmd/host").CombinedOutput()
+		if err != nil {
+			hostBinErr = fmt.Errorf("go build ./cmd/host: %v\n%s", err, out)
+		}
+	})
+	if hostBinErr != nil {
+		b.Fatal(hostBinErr)
+	}
+	return hostBin
+}
+
+// benchWorkspace writes the config and the files both servers read.
+func benchWorkspace(b *testing.B) (configFile, workspace string) {
+	b.Helper()
+	dir := b.TempDir()
+	cfg, err := os.ReadFile("../config.hcl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	configFile = filepath.Join(dir, "config.hcl")
+	workspace = filepath.Join(dir, "workspace")
+	must := func(err error) {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	must(os.WriteFile(configFile, cfg, 0o600))
+	must(os.MkdirAll(filepath.Join(workspace, "dir"), 0o755))
+	raw := make([]byte, 3072)
+	rand.Read(raw)
+	text := []byte(base64.StdEncoding.EncodeToString(raw)) // 4096 bytes
+	for i := 76; i < len(text); i += 77 {
+		text[i] = '\n'
+	}
+	must(os.WriteFile(filepath.Join(workspace, "file4k.txt"), text, 0o644))
+	for i := range 20 {
+		must(os.WriteFile(filepath.Join(workspace, "dir", fmt.Sprintf("entry%02d.txt", i)), []byte("x\n"), 0o644))
+	}
+	return configFile, workspace
+}
+
+// benchPeer is one MCP server under measurement.
+type benchPeer struct {
+	name       string
+	cmd        *exec.Cmd
+	read, list *sdk.CallToolParams
+}
+
+func BenchmarkFilesystem(b *testing.B) {
+	fsServer := npmFile(b, "@modelcontextprotocol/server-filesystem/dist/index.js")
+	configFile, ws := benchWorkspace(b)
+	host := hostBinary(b)
+
+	hostCmd := exec.Command(host, "serve", "--stdio", "--config", configFile)
+	hostCmd.Dir = filepath.Dir(configFile)
+	peers := []benchPeer{
+		{name: "toolhost", cmd: hostCmd,
+			read: &sdk.CallToolParams{Name: "filesystem_read", Arguments: map[string]any{"path": "file4k.txt"}},
+			list: &sdk.CallToolParams{Name: "filesystem_list", Arguments: map[string]any{"path": "dir"}}},
+		{name: "reference", cmd: exec.Command("node", fsServer, ws),
+			read: &sdk.CallToolParams{Name: "read_text_file", Arguments: map[string]any{"path": filepath.Join(ws, "file4k.txt")}},
+			list: &sdk.CallToolParams{Name: "list_directory", Arguments: map[string]any{"path": filepath.Join(ws, "dir")}}},
+	}
+	ctx := context.Background()
+	for _, p := range peers {
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "0"}, nil).Connect(ctx, &sdk.CommandTransport{Command: p.cmd}, nil)
+		if err != nil {
+			b.Fatalf("%s: %v", p.name, err)
+		}
+		names := map[string]bool{}
+		for t, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			names[t.Name] = true
+		}
+		for _, op := range []struct {
+			name   string
+			params *sdk.CallToolParams
+		}{{"read4KiB", p.read}, {"listDir", p.list}} {
+			b.Run(p.name+"/"+op.name, func(b *testing.B) {
+				if !names[op.params.Name] {
+					b.Skipf("%s offers no %s (config.hcl lacks it)", p.name, op.params.Name)
+				}
+				benchCalls(b, cs, op.params)
+			})
+		}
+		cs.Close()
+	}
+}
+
+// benchCalls makes b.N calls and reports their latency percentiles.
+func benchCalls(b *testing.B, cs *sdk.ClientSession, params *sdk.CallToolParams) {
+	ctx := context.Background()
+	for range 20 { // warm up: compile caches, JIT, file cache
+		if res, err := cs.CallTool(ctx, params); err != nil || res.IsError {
+			b.Fatalf("%s: %v %+v", params.Name, err, res)
+		}
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		res, err := cs.CallTool(ctx, params)
+		lat = append(lat, time.Since(t0))
+		if err != nil || res.IsError {
+			b.Fatalf("%s: %v %+v", params.Name, err, res)
+		}
+	}
+	b.StopTimer()
+	reportPercentiles(b, lat)
+}
+
+// reportPercentiles reports the median and 99th percentile of lat.
+func reportPercentiles(b *testing.B, lat []time.Duration) {
+	slices.Sort(lat)
+	pct := func(p float64) float64 {
+		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds())
+	}
+	b.ReportMetric(pct(0.50), "p50-µs")
+	b.ReportMetric(pct(0.99), "p99-µs")
+}
+
+// BenchmarkServerOverhead measures what the MCP front-end adds to a call:
+// the same in-process echo tool called with Host.Invoke directly, through
+// mcp.Server over stdio pipes, and over streamable HTTP on 127.0.0.1.
+func BenchmarkServerOverhead(b *testing.B) {
+	th := newTestHost(b)
+	args := map[string]any{"text": "hello"}
+	b.Run("invoke", func(b *testing.B) {
+		raw := []byte(`{"text":"hello"}`)
+		lat := make([]time.Duration, 0, b.N)
+		b.ReportAllocs()
+		for range b.N {
+			t0 := time.Now()
+			if _, err := th.Invoke(context.Background(), plugin.Call{Name: "fx.echo", Arguments: raw}); err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(t0))
+		}
+		reportPercentiles(b, lat)
+	})
+	b.Run("stdio", func(b *testing.B) {
+		cs := stdioSession(b, newServer(b, th.Host), clientOptions{})
+		benchCalls(b, cs, &sdk.CallToolParams{Name: "fx_echo", Arguments: args})
+	})
+	b.Run("http", func(b *testing.B) {
+		url, _ := httpServer(b, newServer(b, th.Host), mcp.HTTPOptions{})
+		cs := httpSession(b, url, clientOptions{}, "")
+		benchCalls(b, cs, &sdk.CallToolParams{Name: "fx_echo", Arguments: args})
+	})
+}
