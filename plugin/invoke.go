@@ -347,8 +347,14 @@ func (h *Host) finish(ctx context.Context, e *entry, call Call, secrets *Secrets
 		return nil, LimitError("output", "tool %q produced %s of output, over the %s limit", call.Name, FormatSize(int64(n)), FormatSize(spec.Limits.Output))
 	}
 	out := newResult(res)
-	// out shares the tool's slices: replace them, never write into them.
-	out.Artifacts = slices.Clip(out.Artifacts)
+	// The host's fields are the host's: a tool cannot claim truncation or
+	// artifacts (perhaps another call's), nor put an error code on a
+	// success. out shares the tool's other slices: replace them, never
+	// write into them.
+	out.Truncated, out.Artifacts = nil, nil
+	if !out.IsError {
+		out.Code, out.Limit = "", ""
+	}
 	if len(secrets.values) > 0 {
 		out.Content = slices.Clone(res.Content)
 		for i := range out.Content {
