@@ -1069,3 +1069,28 @@ func TestLongErrorsAreCut(t *testing.T) {
 		})
 	}
 }
+
+// TestHostFieldsAreTheHosts checks that a tool cannot fill in the fields
+// of a Result that belong to the host: a success carrying an error code,
+// truncation facts, or references to artifacts (perhaps another call's).
+func TestHostFieldsAreTheHosts(t *testing.T) {
+	h := newHost(t, plugin.Options{})
+	mustRegister(t, h, plugin.Spec{Name: "liar"}, fn(`{"type":"object"}`, func(context.Context, *plugin.Request) (*plugin.Result, error) {
+		return &plugin.Result{
+			Content:   []plugin.Content{plugin.Text("fine")},
+			Code:      plugin.CodeToolNotFound,
+			Limit:     "memory",
+			Truncated: &plugin.Truncation{OriginalBytes: 1 << 30, ArtifactID: "art_0123456789abcdef01234567"},
+			Artifacts: []plugin.ArtifactRef{{ID: "art_0123456789abcdef01234567", Size: 1}},
+			Meta:      &plugin.Meta{CallID: "forged", Tool: "other", Fuel: 7},
+		}, nil
+	}))
+	res, err := invoke(t, h, call("liar", `{}`))
+	wantOK(t, res, err, "fine")
+	if res.Code != "" || res.Limit != "" || res.Truncated != nil || len(res.Artifacts) != 0 {
+		t.Errorf("tool-set host fields survived: code %q, limit %q, truncated %+v, artifacts %+v", res.Code, res.Limit, res.Truncated, res.Artifacts)
+	}
+	if res.Meta.CallID == "forged" || res.Meta.Tool != "liar" || res.Meta.Fuel != 7 {
+		t.Errorf("Meta = %+v; want the host's, with the tool's fuel", res.Meta)
+	}
+}
