@@ -608,7 +608,15 @@ func (t *remoteTool) attempt(ctx context.Context, req *plugin.Request, track *ca
 			return nil, plugin.Errorf(plugin.CodeInvalidRequest, "invalid arguments: %v", err), false
 		}
 	}
-	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: t.name, Arguments: json.RawMessage(req.Arguments)})
+	args := req.Arguments
+	if len(req.Answers) > 0 {
+		// Answers to a question the server asked (a toolhost server puts
+		// it in _meta) go back the way it said: in _answers.
+		if args, err = withAnswers(args, req.Answers); err != nil {
+			return nil, plugin.Errorf(plugin.CodeInvalidRequest, "answers: %v", err), false
+		}
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: t.name, Arguments: json.RawMessage(args)})
 	if err == nil {
 		out, err := toPluginResult(res)
 		if err == nil && t.lateSchema && e.output != nil && !out.IsError {
@@ -695,10 +703,39 @@ func toPluginResult(res *sdk.CallToolResult) (*plugin.Result, error) {
 		}
 		out.StructuredContent = b
 	}
+	if !res.IsError {
+		// A question from a toolhost server: carried on as needs-input.
+		if raw, ok := res.Meta[MetaQuestion]; ok {
+			var q plugin.Question
+			if b, err := json.Marshal(raw); err == nil && json.Unmarshal(b, &q) == nil && q.ID != "" {
+				out.NeedsInput = &q
+			}
+		}
+	} else if c, ok := res.Meta[MetaCode].(string); ok && slices.Contains(plugin.Codes(), plugin.Code(c)) {
+		// A toolhost server's code survives the hop.
+		out.Code = plugin.Code(c)
+	}
 	if len(res.InputRequests) > 0 {
 		return nil, plugin.Errorf(plugin.CodeToolExecutionFailed, "the MCP server asked for input (elicitation), which toolhost does not forward")
 	}
 	return out, nil
+}
+
+// withAnswers adds answers to the arguments as _answers.
+func withAnswers(args json.RawMessage, answers map[string]json.RawMessage) (json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(args, &m); err != nil {
+		return nil, err
+	}
+	if m == nil {
+		m = map[string]json.RawMessage{}
+	}
+	a, err := json.Marshal(answers)
+	if err != nil {
+		return nil, err
+	}
+	m[AnswersArgument] = a
+	return json.Marshal(m)
 }
 
 // remoteTransport adds the server's headers to every request and caps
