@@ -13,6 +13,9 @@ import (
 	"github.com/toolhost/toolhost/extism/internal/fuel"
 )
 
+// compileCache keeps compiled code across the test's many plugins.
+var compileCache = wazero.NewCompilationCache()
+
 // extismCall runs export in a fresh go-sdk instance of wasm, the way the
 // extism adapter does, and returns what go-sdk returns.
 func extismCall(t *testing.T, wasm []byte, metered bool, export string, input []byte) (uint32, string, error) {
@@ -23,7 +26,7 @@ func extismCall(t *testing.T, wasm []byte, metered bool, export string, input []
 		funcs = fuel.HostFunctions()
 	}
 	cp, err := extism.NewCompiledPlugin(ctx, extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: wasm}}},
-		extism.PluginConfig{EnableWasi: true}, funcs)
+		extism.PluginConfig{EnableWasi: true, RuntimeConfig: wazero.NewRuntimeConfig().WithCompilationCache(compileCache)}, funcs)
 	if err != nil {
 		t.Fatalf("compile: %v", err)
 	}
