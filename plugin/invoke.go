@@ -354,6 +354,11 @@ func (h *Host) finish(ctx context.Context, e *entry, call Call, secrets *Secrets
 	out.Truncated, out.Artifacts = nil, nil
 	if !out.IsError {
 		out.Code, out.Limit = "", ""
+		// Without an output schema nothing else looks at it, and a result
+		// holding invalid JSON cannot even be encoded for a client.
+		if len(out.StructuredContent) > 0 && !json.Valid(out.StructuredContent) {
+			return nil, Errorf(CodeOutputInvalid, "tool %q returned structured content that is not valid JSON", call.Name)
+		}
 	}
 	if len(secrets.values) > 0 {
 		out.Content = slices.Clone(res.Content)
