@@ -1094,3 +1094,31 @@ func TestHostFieldsAreTheHosts(t *testing.T) {
 		t.Errorf("Meta = %+v; want the host's, with the tool's fuel", res.Meta)
 	}
 }
+
+func TestStructuredContentMustBeJSON(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		structured string
+		ok         bool
+	}{
+		{"object", `{"a":1}`, true},
+		{"not JSON", `{"a":`, false},
+		{"two values", `{} {}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHost(t, plugin.Options{})
+			mustRegister(t, h, plugin.Spec{Name: "t"}, fn(`{"type":"object"}`, func(context.Context, *plugin.Request) (*plugin.Result, error) {
+				return &plugin.Result{Content: []plugin.Content{plugin.Text("x")}, StructuredContent: json.RawMessage(tc.structured)}, nil
+			}))
+			res, err := invoke(t, h, call("t", `{}`))
+			if _, merr := json.Marshal(res); merr != nil {
+				t.Errorf("the result cannot be encoded: %v", merr)
+			}
+			if tc.ok {
+				wantOK(t, res, err, "x")
+				return
+			}
+			wantErr(t, res, err, plugin.CodeOutputInvalid, "", "returned structured content that is not valid JSON")
+		})
+	}
+}
