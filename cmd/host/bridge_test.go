@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startEverything starts @modelcontextprotocol/server-everything in
+// streamable HTTP mode on a random 127.0.0.1 port and returns its port.
+func startEverything(t *testing.T) int {
+	t.Helper()
+	entry, err := filepath.Abs("../../mcp/testdata/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(entry); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("server-everything is not installed (npm ci --prefix mcp/testdata/npm): %v", err)
+		}
+		t.Skipf("server-everything is not installed (npm ci --prefix mcp/testdata/npm): %v", err)
+	}
+	preload, _ := filepath.Abs("../../mcp/testdata/loopback.cjs")
+	cmd := exec.Command("node", "--require", preload, entry, "streamableHttp")
+	cmd.Env = append(os.Environ(), "PORT=0")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	})
+	ports := make(chan int, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if p, ok := strings.CutPrefix(sc.Text(), "TOOLHOST_TEST_LISTENING "); ok {
+				n, _ := strconv.Atoi(p)
+				ports <- n
+			}
+		}
+	}()
+	select {
+	case p := <-ports:
+		return p
+	case <-done:
+		t.Fatal("server-everything exited")
+	case <-time.After(30 * time.Second):
+		t.Fatal("server-everything did not start")
+	}
+	return 0
+}
+
+func bridgeConfig(t *testing.T, port int) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`host {
+  cache_dir = "./.cache"
+  log_level = "warn"
+}
+
+mcp_server "everything" {
+  url     = "http://127.0.0.1:%d/mcp"
+  tools   = ["echo", "get-sum", "get-tiny-image"]
+  tier    = "read_only"
+  timeout = "20s"
+}
+`, port)
+	p := filepath.Join(dir, "bridge.hcl")
+	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A remote MCP server's tools, re-served by host serve: the Inspector
+// talks to the host, the host to server-everything, through the pipeline.
+func TestServeBridgesRemoteServer(t *testing.T) {
+	bin := inspector(t)
+	cfg := bridgeConfig(t, startEverything(t))
+	target := []string{hostScript(t, "serve", "--stdio", "--config", cfg)}
+
+	list := runInspector(t, bin, append(target, "--method", "tools/list")...)
+	var names []string
+	for _, x := range list["tools"].([]any) {
+		names = append(names, x.(map[string]any)["name"].(string))
+	}
+	if strings.Join(names, " ") != "everything__echo everything__get-sum everything__get-tiny-image" {
+		t.Fatalf("tools/list = %v", names)
+	}
+	res := runInspector(t, bin, append(target, "--method", "tools/call", "--tool-name", "everything__echo", "--tool-arg", "message=through two hops")...)
+	if res["isError"] == true || !strings.Contains(fmt.Sprint(res["content"]), "Echo: through two hops") {
+		t.Errorf("echo through the host = %v", res)
+	}
+	res = runInspector(t, bin, append(target, "--method", "tools/call", "--tool-name", "everything__get-tiny-image")...)
+	if !strings.Contains(fmt.Sprint(res["content"]), "type:image") || !strings.Contains(fmt.Sprint(res["content"]), "mimeType:image/png") {
+		t.Errorf("image through the host = %v", res)
+	}
+	res = runInspector(t, bin, append(target, "--method", "tools/call", "--tool-name", "everything__get-sum", "--tool-arg", "a=x")...)
+	if res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), "INVALID_REQUEST") {
+		t.Errorf("bad arguments through the host = %v", res)
+	}
+}
+
+// A remote server that is down does not stop the host: its tools are
+// listed as unavailable.
+func TestRemoteServerDownAtStart(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cfg := bridgeConfig(t, port)
+	start := time.Now()
+	r := runCLI(t, "", "tools", "--config", cfg)
+	if r.code != 0 || !strings.Contains(r.stdout, "everything/echo") || !strings.Contains(r.stdout, "(unavailable: MCP server \"everything\" is unreachable") {
+		t.Errorf("host tools with the remote server down: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if d := time.Since(start); d > 8*time.Second {
+		t.Errorf("host start took %s with the remote server down", d)
+	}
+	r = runCLI(t, "", "call", "--config", cfg, "everything/echo", `{"message":"x"}`)
+	if r.code != exitToolError || !strings.Contains(r.stderr, "TOOL_UNAVAILABLE") {
+		t.Errorf("call with the remote server down: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
