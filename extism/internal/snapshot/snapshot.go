@@ -783,7 +783,7 @@ type segment struct {
 // by fewer than minGap zero bytes (each segment costs a few bytes of header
 // and a copy call at instantiation).
 func segments(mem []byte) []segment {
-	const minGap = 64
+	const minGap = 1024
 	var segs []segment
 	i := 0
 	for i < len(mem) {
