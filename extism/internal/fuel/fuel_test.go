@@ -331,3 +331,35 @@ func TestInstrumentRejectsBadInput(t *testing.T) {
 		t.Fatalf("exception handling: err = %v, want UnsupportedError", err)
 	}
 }
+
+// TestSameFuelInInterpreterAndCompiler checks that fuel does not depend on
+// how the module is executed: wazero's interpreter and its optimising
+// compiler charge exactly the same amount, and run out at the same point.
+func TestSameFuelInInterpreterAndCompiler(t *testing.T) {
+	ctx := context.Background()
+	wasm, err := Instrument(goGuest(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	measure := func(cfg wazero.RuntimeConfig, fn string, arg uint64, budget int64) (int64, bool) {
+		r := newRuntime(t, cfg)
+		mod := instantiate(t, ctx, r, wasm)
+		m := NewMeter(budget)
+		_, err := mod.ExportedFunction(fn).Call(WithMeter(ctx, m), arg)
+		if err != nil && !errors.Is(err, ErrExhausted) {
+			t.Fatal(err)
+		}
+		return m.Used(), m.Exhausted()
+	}
+	for _, tc := range []struct {
+		fn     string
+		arg    uint64
+		budget int64
+	}{{"jsonwork", 3, 0}, {"fib", 15, 0}, {"jsonwork", 1 << 20, 2_000_000}} {
+		ui, ei := measure(wazero.NewRuntimeConfigInterpreter(), tc.fn, tc.arg, tc.budget)
+		uc, ec := measure(wazero.NewRuntimeConfigCompiler(), tc.fn, tc.arg, tc.budget)
+		if ui != uc || ei != ec {
+			t.Errorf("%s(%d): interpreter used %d (exhausted %v), compiler %d (exhausted %v)", tc.fn, tc.arg, ui, ei, uc, ec)
+		}
+	}
+}

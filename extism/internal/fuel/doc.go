@@ -1,0 +1,32 @@
+// Package fuel gives WebAssembly guests a deterministic CPU budget.
+//
+// wazero has no fuel of its own, and stopping a spinning guest by closing it
+// on a deadline makes loops many times slower. Instead, Instrument rewrites a
+// module once, at load time, so that it counts the instructions it runs and
+// traps when the budget of the current call is spent. The count is a
+// property of the module and its input alone: the same call with the same
+// input uses the same fuel and runs out at the same instruction on every
+// machine, under any load, with wazero's compiler or interpreter.
+//
+// Use, with go-sdk (see docs/fuel.md for the full integration):
+//
+//	wasm, err := fuel.Instrument(original)            // at load, before compiling
+//	cp, err := extism.NewCompiledPlugin(ctx, manifest(wasm), cfg,
+//		append(hostFuncs, fuel.HostFunctions()...))
+//	...
+//	m := fuel.NewMeter(budget)                        // per call
+//	_, out, err := p.CallWithContext(fuel.WithMeter(ctx, m), export, in)
+//	if errors.Is(err, fuel.ErrExhausted) { /* LIMIT_EXCEEDED, limit "fuel"; discard p */ }
+//	used := m.Used()
+//
+// With wazero directly, InstantiateHostModule stands in for HostFunctions.
+//
+// Cost model: one unit per executed instruction, except the structural
+// markers block, loop, else, end and nop, which are free; each loop
+// iteration and each function call costs at least one unit. Charges are made
+// per straight-line stretch of code when it is entered, so a call that traps
+// for another reason has been charged for the whole stretch it was in. Bulk
+// memory instructions (memory.copy, memory.fill) cost one unit whatever their
+// length; the wall-clock deadline remains the bound for time spent outside
+// guest code.
+package fuel
