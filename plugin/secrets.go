@@ -144,18 +144,47 @@ func (s *Secrets) Value(name string) (string, bool) {
 }
 
 // Expand replaces $NAME and ${NAME} for every held secret NAME in str with
-// its value. Other $ sequences are left alone. It is meant for outgoing HTTP
-// headers, the one place a secret's value is used on a tool's behalf.
+// its value. Everything else is left exactly as written, other $ sequences
+// included ("$5", "$$", "${OTHER}"): a header value may contain '$' of its
+// own. It is meant for outgoing HTTP headers, the one place a secret's
+// value is used on a tool's behalf.
 func (s *Secrets) Expand(str string) string {
 	if s == nil || !strings.Contains(str, "$") {
 		return str
 	}
-	return os.Expand(str, func(name string) string {
-		if v, ok := s.values[name]; ok {
-			return v
+	var b strings.Builder
+	b.Grow(len(str))
+	for i := 0; i < len(str); i++ {
+		if str[i] != '$' {
+			b.WriteByte(str[i])
+			continue
 		}
-		return "${" + name + "}"
-	})
+		name, n := secretRef(str[i+1:])
+		if v, ok := s.values[name]; ok && n > 0 {
+			b.WriteString(v)
+			i += n
+			continue
+		}
+		b.WriteByte('$')
+	}
+	return b.String()
+}
+
+// secretRef parses the name after a '$': "{NAME}" or the longest run of
+// letters, digits and underscores. It returns the name and how many bytes
+// it spans, 0 when there is none.
+func secretRef(s string) (name string, n int) {
+	if rest, ok := strings.CutPrefix(s, "{"); ok {
+		end := strings.IndexByte(rest, '}')
+		if end <= 0 {
+			return "", 0
+		}
+		return rest[:end], end + 2
+	}
+	for n < len(s) && (s[n] == '_' || 'a' <= s[n] && s[n] <= 'z' || 'A' <= s[n] && s[n] <= 'Z' || '0' <= s[n] && s[n] <= '9') {
+		n++
+	}
+	return s[:n], n
 }
 
 // Redact replaces every occurrence of a held secret's value with
