@@ -64,7 +64,11 @@ func isBlock(n *html.Node) bool { return n.Type == html.ElementNode && blocks[n.
 
 // block renders the children of n as Markdown blocks separated by blank
 // lines.
-func (c *conv) block(n *html.Node) string {
+func (c *conv) block(n *html.Node) string { return c.blockSep(n, "\n\n") }
+
+// blockSep renders the children of n as blocks joined by sep (a list item's
+// blocks stay tight: "\n").
+func (c *conv) blockSep(n *html.Node, sep string) string {
 	var parts []string
 	var inl strings.Builder
 	flush := func() {
@@ -87,7 +91,7 @@ func (c *conv) block(n *html.Node) string {
 		c.inline(ch, &inl)
 	}
 	flush()
-	return strings.Join(parts, "\n\n")
+	return strings.Join(parts, sep)
 }
 
 // element renders one block element.
@@ -148,7 +152,7 @@ func (c *conv) list(n *html.Node) string {
 			marker = itoa(i) + ". "
 			i++
 		}
-		inner := c.block(ch)
+		inner := c.blockSep(ch, "\n")
 		if inner == "" {
 			continue
 		}
