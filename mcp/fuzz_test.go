@@ -1,0 +1,133 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolhost/toolhost/plugin"
+)
+
+// The parsers of what MCP peers send: request states and arguments from
+// clients, request bodies at the HTTP guard, and tool results from remote
+// servers. None may panic, and each must keep its promise on any input.
+
+func FuzzRequestState(f *testing.F) {
+	s, err := newSealer()
+	if err != nil {
+		f.Fatal(err)
+	}
+	good, err := s.seal(&roundState{Tool: "t", Args: "a", Expires: time.Now().Add(time.Hour).Unix(),
+		Approvals: []approvalRecord{{Tool: "t", Args: "a", OK: true}}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add("")
+	f.Add(".")
+	f.Add("eyJ0IjoidCJ9.AAAA")
+	f.Add(strings.Replace(good, "e", "f", 1))
+	f.Fuzz(func(t *testing.T, state string) {
+		st, err := s.open(state)
+		if err != nil {
+			return
+		}
+		// Only what this sealer produced opens: re-sealing gives a state
+		// that opens to the same thing.
+		again, err := s.seal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st2, err := s.open(again)
+		if err != nil || st2.Tool != st.Tool || len(st2.Approvals) != len(st.Approvals) {
+			t.Fatalf("re-sealed state differs: %v", err)
+		}
+		if state != good && !strings.HasPrefix(state, strings.SplitN(good, ".", 2)[0]) {
+			t.Fatalf("a state this sealer never produced opened: %q", state)
+		}
+	})
+}
+
+func FuzzSplitAnswers(f *testing.F) {
+	for _, s := range []string{``, `{}`, `{"a":1}`, `{"_answers":{"q":true},"x":1}`, `{"_answers":5}`, `[1]`, `{"_answers":null}`, `{"_answers"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		args, answers, err := splitAnswers(json.RawMessage(raw))
+		if err != nil {
+			return
+		}
+		if answers != nil {
+			var m map[string]json.RawMessage
+			if json.Unmarshal(args, &m) != nil {
+				t.Fatalf("arguments after removing answers are not an object: %s", args)
+			}
+			if _, still := m[AnswersArgument]; still {
+				t.Fatalf("%s left in the arguments", AnswersArgument)
+			}
+		}
+	})
+}
+
+func FuzzCarriesRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled"}`,
+		`{"jsonrpc":"2.0","id":1,"result":{}}`,
+		`[{"jsonrpc":"2.0","id":1,"method":"x"},{"jsonrpc":"2.0","method":"y"}]`,
+		`{"id":null,"method":"x"}`, `garbage`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got := carriesRequest(body)
+		// A body that is one response or notification (an object without
+		// a method, or with a method but no id) is never held back by the
+		// concurrency cap.
+		var m map[string]json.RawMessage
+		if json.Unmarshal(body, &m) == nil && m != nil && got {
+			id, hasID := m["id"]
+			if _, hasMethod := m["method"]; !hasMethod || !hasID || string(bytes.TrimSpace(id)) == "null" {
+				t.Fatalf("a message that is not a request counted as one: %s", body)
+			}
+		}
+	})
+}
+
+func FuzzRemoteResult(f *testing.F) {
+	for _, s := range []string{
+		`{"content":[{"type":"text","text":"hi"}]}`,
+		`{"content":[{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}],"isError":true}`,
+		`{"content":[{"type":"resource","resource":{"uri":"file:///x","blob":"AAE="}}],"structuredContent":{"a":1}}`,
+		`{"content":[{"type":"resource_link","uri":"x","name":"n"}],"_meta":{"dev.toolhost/question":{"id":"q","text":"t","type":"boolean"}}}`,
+		`{"content":[],"isError":true,"_meta":{"dev.toolhost/code":"LIMIT_EXCEEDED"}}`,
+		`{"content":[{"type":"nope"}]}`, `{}`, `[]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var res sdk.CallToolResult
+		if json.Unmarshal(raw, &res) != nil {
+			return
+		}
+		out, err := toPluginResult(&res)
+		if err != nil {
+			return
+		}
+		if out.Code != "" && !out.IsError {
+			t.Fatalf("a code on a successful result: %s", out.Code)
+		}
+		if out.Code != "" {
+			known := false
+			for _, c := range plugin.Codes() {
+				known = known || c == out.Code
+			}
+			if !known {
+				t.Fatalf("unknown code %q passed through", out.Code)
+			}
+		}
+	})
+}
