@@ -110,3 +110,56 @@ tool "filesystem.delete" {
     guest_path = "/workspace"
   }
 }
+
+# --- Knowledge base: Markdown subjects in ./workspace/kb, read-only. ---
+
+tool "kb.learn" {
+  tier = "read_only"
+  wasm {
+    builtin = "kb"
+    tool    = "kb.learn"
+    config  = { disabled = "" } # comma-separated subject globs to hide
+  }
+  mount {
+    host_path  = "./workspace/kb"
+    guest_path = "/kb"
+    read_only  = true
+  }
+}
+
+# --- Network: present but disabled. To enable one, grant its hosts in
+# grants { hosts = [...] }, list them on the tool, and set enabled = true. ---
+
+tool "http.request" {
+  enabled = false
+  tier    = "side_effecting"
+  wasm {
+    builtin = "web"
+    tool    = "http.request"
+  }
+  # hosts = ["api.example.com:443"]
+}
+
+tool "web.fetch" {
+  enabled = false
+  tier    = "read_only"
+  wasm {
+    builtin = "web"
+    tool    = "web.fetch"
+  }
+  # hosts = ["en.wikipedia.org"]
+}
+
+tool "web.search" {
+  enabled = false
+  tier    = "read_only"
+  wasm {
+    builtin = "web"
+    tool    = "web.search"
+    # SearXNG: { provider = "searxng", endpoint = "https://searx.example.org" }
+    # Brave:   { provider = "brave", api_key_secret = "BRAVE_API_KEY" } with a
+    #          secret "BRAVE_API_KEY" block and secrets = ["BRAVE_API_KEY"] here.
+    config = { provider = "searxng", endpoint = "https://searx.example.org" }
+  }
+  # hosts = ["searx.example.org:443"]
+}
