@@ -687,12 +687,18 @@ func toPluginResult(res *sdk.CallToolResult) (*plugin.Result, error) {
 		case *sdk.ResourceLink:
 			out.Content = append(out.Content, plugin.Content{Type: "resource_link", URI: c.URI, Name: c.Name, MIMEType: c.MIMEType})
 		case *sdk.EmbeddedResource:
-			if rc := c.Resource; rc != nil {
-				item := plugin.Content{Type: "resource", URI: rc.URI, MIMEType: rc.MIMEType, Text: rc.Text}
-				if rc.Blob != nil {
-					item.Data = rc.Blob
-				}
-				out.Content = append(out.Content, item)
+			rc := c.Resource
+			switch {
+			case rc == nil:
+			case rc.Blob == nil:
+				// Text resources are kept as artifacts of the call (the
+				// pipeline stores toolhost-artifact: resources); the model
+				// sees a line naming it, and clients of host serve a link.
+				out.Content = append(out.Content,
+					plugin.Textf("[resource %s (%s) kept as an artifact of this call]", rc.URI, plugin.FormatSize(int64(len(rc.Text)))),
+					plugin.Content{Type: "resource", URI: plugin.ArtifactURIPrefix + artifactName(rc.URI), MIMEType: rc.MIMEType, Text: rc.Text})
+			default:
+				out.Content = append(out.Content, plugin.Content{Type: "resource", URI: rc.URI, MIMEType: rc.MIMEType, Data: rc.Blob})
 			}
 		}
 	}
@@ -719,6 +725,19 @@ func toPluginResult(res *sdk.CallToolResult) (*plugin.Result, error) {
 		return nil, plugin.Errorf(plugin.CodeToolExecutionFailed, "the MCP server asked for input (elicitation), which toolhost does not forward")
 	}
 	return out, nil
+}
+
+// artifactName names the artifact of a resource after its URI's last
+// segment.
+func artifactName(uri string) string {
+	name := uri
+	if i := strings.LastIndexAny(name, "/:"); i >= 0 && i < len(name)-1 {
+		name = name[i+1:]
+	}
+	if len(name) > 100 {
+		name = name[:100]
+	}
+	return name
 }
 
 // withAnswers adds answers to the arguments as _answers.

@@ -107,7 +107,7 @@ func invoke(t testing.TB, h *plugin.Host, name string, args string) (*plugin.Res
 func TestClientEverything(t *testing.T) {
 	srv := startEverything(t, 0)
 	rh := newRemoteHost(t, serverConf{url: srv.URL(), timeout: 20 * time.Second,
-		tools: []string{"echo", "get-sum", "get-structured-content", "get-tiny-image", "no-such-tool"}})
+		tools: []string{"echo", "get-sum", "get-structured-content", "get-tiny-image", "get-resource-reference", "no-such-tool"}})
 
 	t.Run("list", func(t *testing.T) {
 		tools := rh.Tools()
@@ -115,7 +115,7 @@ func TestClientEverything(t *testing.T) {
 		for _, ti := range tools {
 			names = append(names, ti.Descriptor.Name)
 		}
-		want := "everything/echo everything/get-sum everything/get-structured-content everything/get-tiny-image everything/no-such-tool"
+		want := "everything/echo everything/get-sum everything/get-structured-content everything/get-tiny-image everything/get-resource-reference everything/no-such-tool"
 		if strings.Join(names, " ") != want {
 			t.Fatalf("tools = %v", names)
 		}
@@ -161,6 +161,24 @@ func TestClientEverything(t *testing.T) {
 		}
 		if img == nil || img.MIMEType != "image/png" || !bytes.HasPrefix(img.Data, []byte("\x89PNG")) {
 			t.Errorf("image = %+v", res.Content)
+		}
+	})
+	t.Run("resource kept as artifact", func(t *testing.T) {
+		res, err := invoke(t, rh.Host, "everything/get-resource-reference", `{"resourceType":"Text","resourceId":2}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Artifacts) != 1 || !strings.Contains(res.TextContent(), "kept as an artifact") {
+			t.Fatalf("result = %+v", res)
+		}
+		_, rc, err := rh.Artifact(context.Background(), res.Artifacts[0].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rc.Close()
+		b, _ := io.ReadAll(rc)
+		if len(b) == 0 {
+			t.Errorf("empty artifact")
 		}
 	})
 	t.Run("errors", func(t *testing.T) {
