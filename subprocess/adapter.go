@@ -71,6 +71,10 @@ type Config struct {
 	// process group (which the seccomp filter keeps plugins from leaving)
 	// and the subreaper. Meant for tests of that fallback.
 	NoPIDNamespace bool
+	// NoPIDsCgroup starts process trees without a pids cgroup even where
+	// one is available; the task count is then bounded only by the
+	// watchdog. Meant for tests of that fallback.
+	NoPIDsCgroup bool
 	// SystemReadDirs are readable (and executable) by every sandboxed
 	// process, besides its own plugin directory and granted mounts.
 	// Default: /usr /lib /lib64 /lib32 /bin /sbin /etc /opt /proc /sys /dev.
@@ -162,7 +166,7 @@ func New(cfg Config) (*Adapter, error) {
 		return nil, err
 	}
 	a := &Adapter{cfg: cfg, log: cfg.Logger.Named("subprocess"), hard: Report()}
-	if a.hard.Supported {
+	if a.hard.Supported && !cfg.NoPIDsCgroup {
 		a.cgroupParent = pidsCgroupParent()
 	}
 	a.hard.PIDsCgroup = a.cgroupParent != ""

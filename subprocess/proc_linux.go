@@ -90,17 +90,23 @@ func signalGroup(pgid int, sig syscall.Signal) {
 	}
 }
 
-// tree finds the processes of a plugin: root and its descendants (following
-// /proc/<pid>/task/<tid>/children, cheap enough for every watchdog sample),
-// and, when full is set, every process of the group pgid found by a scan of
-// all processes (orphans re-parented to the host when there is no PID
-// namespace).
+// tree finds the live processes of a sandboxed tree. With a pids cgroup the
+// cgroup's member list is authoritative: every descendant is born in it and
+// none can leave it (cgroupfs is read-only under Landlock, and the plugin
+// runs in its own PID namespace or process group either way). Without one,
+// it walks root's descendants through /proc/<pid>/task/<tid>/children and,
+// when full is set, adds every process of the group pgid found by a scan
+// of all processes (orphans re-parented to the host).
 func tree(ctx context.Context, g *group, full bool) []int {
+	if g.cgroup != "" {
+		if members, err := readCgroupMembers(g.cgroup); err == nil {
+			return members
+		}
+	}
 	root, pgid := g.root, g.pgid
 	seen := map[int]bool{}
 	var out []int
 	queue := []int{root}
-	queue = append(queue, cgroupMembers(g.cgroup)...)
 	if full {
 		pids, _ := process.PidsWithContext(ctx)
 		for _, p := range pids {
@@ -185,7 +191,7 @@ func killTree(ctx context.Context, g *group, grace time.Duration) error {
 			if len(tree(ctx, g, false)) == 0 && !groupAlive(pgid) {
 				return nil
 			}
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(2 * time.Millisecond)
 		}
 	}
 	for i := 0; ; i++ {
@@ -201,7 +207,7 @@ func killTree(ctx context.Context, g *group, grace time.Duration) error {
 		if ctx.Err() != nil {
 			return errors.New("processes survived the kill: " + pidList(procs))
 		}
-		time.Sleep(time.Millisecond << min(i, 4))
+		time.Sleep(time.Millisecond << min(i/50, 3))
 	}
 }
 
@@ -362,14 +368,12 @@ func newCgroup(parent, name string, max int) (string, error) {
 	return dir, nil
 }
 
-// cgroupMembers lists the processes of a cgroup.
-func cgroupMembers(dir string) []int {
-	if dir == "" {
-		return nil
-	}
+// readCgroupMembers lists the processes of a cgroup. Exited processes
+// leave their cgroup, so every member is alive (or exiting).
+func readCgroupMembers(dir string) ([]int, error) {
 	b, err := os.ReadFile(dir + "/cgroup.procs")
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	var out []int
 	for _, f := range strings.Fields(string(b)) {
@@ -377,7 +381,7 @@ func cgroupMembers(dir string) []int {
 			out = append(out, n)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // removeCgroup removes an emptied cgroup, waiting briefly for exiting

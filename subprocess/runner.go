@@ -127,7 +127,7 @@ type tailReader struct {
 	max   int
 	mu    sync.Mutex
 	buf   []byte
-	fatal string // the first "fatal error:" or "panic:" line seen
+	fatal []byte // from the first line of a Go crash report on
 }
 
 func newTailReader(rc io.ReadCloser, max int) *tailReader { return &tailReader{rc: rc, max: max} }
@@ -136,19 +136,22 @@ func (t *tailReader) Read(p []byte) (int, error) {
 	n, err := t.rc.Read(p)
 	if n > 0 {
 		t.mu.Lock()
-		if t.fatal == "" {
-			for _, marker := range []string{"pthread_create failed", "fatal error: ", "panic: "} {
-				if i := bytes.Index(p[:n], []byte(marker)); i >= 0 {
-					line := p[i:n]
-					if j := bytes.IndexByte(line, '\n'); j >= 0 {
-						line = line[:j]
-					}
-					t.fatal = string(line)
+		// Search the new bytes with the end of the old ones, so a marker
+		// split across reads is found.
+		from := max(len(t.buf)-64, 0)
+		t.buf = append(t.buf, p[:n]...)
+		switch {
+		case t.fatal == nil:
+			for _, marker := range []string{"runtime/cgo: ", "runtime: ", "fatal error: ", "panic: ", "SIGSEGV", "SIGABRT", "SIGBUS"} {
+				if i := bytes.Index(t.buf[from:], []byte(marker)); i >= 0 {
+					t.fatal = append([]byte(nil), t.buf[from+i:]...)
 					break
 				}
 			}
+		case len(t.fatal) < 512 && bytes.IndexByte(t.fatal, '\n') < 0:
+			// The runtime writes a fatal line in pieces.
+			t.fatal = append(t.fatal, p[:n]...)
 		}
-		t.buf = append(t.buf, p[:n]...)
 		if len(t.buf) > t.max {
 			t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
 		}
@@ -159,11 +162,16 @@ func (t *tailReader) Read(p []byte) (int, error) {
 
 func (t *tailReader) Close() error { return t.rc.Close() }
 
-// Fatal returns the first Go "fatal error:" or "panic:" line read, if any.
+// Fatal returns the first line of a Go crash report ("fatal error: ...",
+// "runtime/cgo: ...", "panic: ..."), if one was read.
 func (t *tailReader) Fatal() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.fatal
+	line := t.fatal
+	if j := bytes.IndexByte(line, '\n'); j >= 0 {
+		line = line[:j]
+	}
+	return string(line)
 }
 
 // Tail returns the last bytes read.

@@ -248,7 +248,7 @@ func (t *pluginTool) crashError(p *proc) *plugin.Error {
 	}
 	switch {
 	case strings.Contains(tail, "failed to create new OS thread") || strings.Contains(tail, "pthread_create failed"):
-		return plugin.LimitError("threads", "the plugin could not start more threads (its data segment or task limit is exhausted)")
+		return plugin.LimitError("threads", "the plugin could not start another thread: its task limit (pids cgroup) or its data-segment limit (memory %s) is exhausted", plugin.FormatSize(t.spec.Limits.Memory))
 	case strings.Contains(tail, "out of memory") || strings.Contains(tail, "cannot allocate memory"):
 		return plugin.LimitError("memory", "the plugin ran out of memory (limit %s)", plugin.FormatSize(t.spec.Limits.Memory))
 	}

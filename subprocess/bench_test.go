@@ -1,0 +1,182 @@
+package subprocess
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+
+	"github.com/toolhost/toolhost/plugin"
+	"github.com/toolhost/toolhost/shared"
+)
+
+// Benchmarks measure the subprocess tier against raw go-plugin in the same
+// run, with the same plugin binary (the test binary serving testTools):
+//
+//	go test ./subprocess -run '^$' -bench . -benchtime 2s -count 5
+//
+// Compare BenchmarkWarmCall/raw with /toolhost and BenchmarkColdStart/raw
+// with /toolhost.
+
+// rawClient starts the test plugin with plain go-plugin: no shim, no limits.
+func rawClient(b *testing.B, mark string) (*goplugin.Client, *shared.Client) {
+	exe, _ := os.Executable()
+	c := goplugin.NewClient(&goplugin.ClientConfig{
+		HandshakeConfig:  shared.Handshake,
+		Plugins:          shared.PluginSet(),
+		Cmd:              exec.Command(exe, testPluginArg, "serve", mark),
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		Logger:           hclog.NewNullLogger(),
+	})
+	rpc, err := c.Client()
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, err := rpc.Dispense(shared.PluginName)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c, raw.(*shared.Client)
+}
+
+func benchAdapter(b *testing.B) *Adapter {
+	a, err := New(Config{Logger: hclog.NewNullLogger(), ScratchDir: b.TempDir(), KillGrace: 100 * time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { a.Close() })
+	return a
+}
+
+func BenchmarkWarmCall(b *testing.B) {
+	args := json.RawMessage(`{"text":"hello"}`)
+	b.Run("raw", func(b *testing.B) {
+		c, rpc := rawClient(b, newMark(b))
+		defer c.Kill()
+		req, _ := json.Marshal(shared.CallToolRequest{Params: shared.CallToolParams{Name: "echo", Arguments: args}})
+		ctx := context.Background()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			out, err := rpc.CallTool(ctx, req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var r shared.CallToolResult
+			if err := json.Unmarshal(out, &r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("toolhost", func(b *testing.B) {
+		a := benchAdapter(b)
+		tool, err := a.Load(context.Background(), testSpec(testPluginSum(), "echo", "serve", newMark(b)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		req := &plugin.Request{ID: "b", Name: "echo", Arguments: args}
+		ctx := context.Background()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			res, err := tool.Call(ctx, req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(res.Content) != 1 {
+				b.Fatal(res)
+			}
+		}
+	})
+}
+
+func BenchmarkColdStart(b *testing.B) {
+	b.Run("raw", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			c, _ := rawClient(b, "bench-raw")
+			b.StopTimer()
+			c.Kill()
+			b.StartTimer()
+		}
+	})
+	b.Run("toolhost", func(b *testing.B) {
+		a := benchAdapter(b)
+		spec := testSpec(testPluginSum(), "echo", "serve", "bench-toolhost")
+		spec.InputSchema = json.RawMessage(`{"type":"object"}`) // Load starts nothing
+		tool, err := a.Load(context.Background(), spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pt := tool.(*pluginTool)
+		ctx := context.Background()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			p, err := pt.start(ctx) // shim, cgroup, rlimits, Landlock, seccomp, exec, handshake
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			p.stop(0)
+			b.StartTimer()
+		}
+	})
+}
+
+// BenchmarkKillTree50 measures how long it takes, once the grace period is
+// over, until a plugin and its 50 descendants (which ignore SIGTERM) are all
+// gone.
+func BenchmarkKillTree50(b *testing.B) {
+	for _, v := range []struct {
+		name      string
+		ns, cgrup bool
+	}{{"pidns+cgroup", true, true}, {"pidns", true, false}, {"pgroup+subreaper", false, false}} {
+		b.Run(v.name, func(b *testing.B) {
+			a, err := New(Config{Logger: hclog.NewNullLogger(), ScratchDir: b.TempDir(), NoPIDNamespace: !v.ns,
+				NoPIDsCgroup: !v.cgrup, MaxProcesses: 100, MaxThreads: 4096})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer a.Close()
+			spec := testSpec(testPluginSum(), "spawn", "serve", "bench-kill")
+			spec.Limits.FileDescriptors = 256 // the plugin holds a pidfd per child
+			spec.Limits.Memory = 1 << 30      // 51 Go processes
+			spec.InputSchema = json.RawMessage(`{"type":"object"}`)
+			tool, _ := a.Load(context.Background(), spec)
+			pt := tool.(*pluginTool)
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				p, err := pt.acquire(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				out, err := p.rpc.CallTool(ctx, []byte(`{"params":{"name":"spawn","arguments":{"n":50}}}`))
+				if err != nil || strings.Count(string(out), " ") < 49 {
+					b.Fatal(string(out), err)
+				}
+				pt.release(p)
+				if n := len(tree(ctx, p.runner.g, true)); n != 51 {
+					b.Fatalf("%d processes before the kill", n)
+				}
+				b.StartTimer()
+				if err := killTree(ctx, p.runner.g, 0); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				pt.retire(p, nil, false)
+				b.StartTimer()
+			}
+		})
+	}
+}
