@@ -316,7 +316,7 @@ func (r *remote) connect(ctx context.Context) (*sdk.ClientSession, error) {
 		DisableStandaloneSSE: true, MaxEventSize: int(r.a.opts.MaxResponseBytes),
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "toolhost", Version: r.a.opts.Version}, nil)
-	cs, err := client.Connect(ctx, tr, nil)
+	cs, err := connectBounded(ctx, client, tr)
 	if err != nil {
 		err = fmt.Errorf("connecting: %w", err)
 		r.markDown(err)
@@ -337,6 +337,32 @@ func (r *remote) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	r.down, r.reason = false, ""
 	r.mu.Unlock()
 	return cs, nil
+}
+
+// connectBounded connects, returning when ctx is done even if the SDK's
+// own cleanup of a failed attempt (closing a session on a server that does
+// not answer) takes longer; that cleanup finishes in the background.
+func connectBounded(ctx context.Context, client *sdk.Client, tr sdk.Transport) (*sdk.ClientSession, error) {
+	type result struct {
+		cs  *sdk.ClientSession
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		cs, err := client.Connect(ctx, tr, nil)
+		ch <- result{cs, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.cs, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-ch; r.cs != nil {
+				r.cs.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
 }
 
 // maxTools bounds a server's manifest.
@@ -473,8 +499,10 @@ func (r *remote) available() (bool, string) {
 		r.mu.Unlock()
 		return true, ""
 	}
-	ch := r.probing
-	if ch == nil && time.Since(r.last) >= r.a.opts.RetryGap {
+	// Only the caller that starts a probe waits for it: while one runs,
+	// others get the last known state at once.
+	var ch chan struct{}
+	if r.probing == nil && time.Since(r.last) >= r.a.opts.RetryGap {
 		ch = make(chan struct{})
 		r.probing = ch
 		go r.probe(ch)

@@ -221,6 +221,11 @@ func (s *Server) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteC
 	go func() { done <- ss.Wait() }()
 	select {
 	case err = <-done:
+		// The client went away: its calls were cancelled with the
+		// session; wait for them to return before the host closes.
+		sctx, cancel := context.WithTimeout(context.Background(), grace)
+		s.Shutdown(sctx)
+		cancel()
 	case <-ctx.Done():
 		sctx, cancel := context.WithTimeout(context.Background(), grace)
 		s.Shutdown(sctx)
