@@ -436,10 +436,16 @@ func TestServerProgress(t *testing.T) {
 }
 
 func TestServerCancellation(t *testing.T) {
-	for _, proto := range []string{mrtrProtocol, legacyProtocol} {
+	for _, proto := range []string{mrtrProtocol, legacyProtocol, "http"} {
 		t.Run(proto, func(t *testing.T) {
 			th := newTestHost(t)
-			cs := stdioSession(t, newServer(t, th.Host), clientOptions{protocol: proto})
+			var cs *sdk.ClientSession
+			if proto == "http" {
+				url, _ := httpServer(t, newServer(t, th.Host), mcp.HTTPOptions{})
+				cs = httpSession(t, url, clientOptions{}, "")
+			} else {
+				cs = stdioSession(t, newServer(t, th.Host), clientOptions{protocol: proto})
+			}
 			ctx, cancel := context.WithCancel(context.Background())
 			errc := make(chan error, 1)
 			go func() {
