@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -324,19 +325,46 @@ func (h *Host) execute(ctx context.Context, e *entry, req *Request) (*Result, er
 			o.err = ctx.Err()
 		}
 	}
-	if o.err != nil {
-		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			var pe *Error
-			if !errors.As(o.err, &pe) || pe.Code == CodeToolExecutionFailed || pe.Code == CodeToolUnavailable {
-				return nil, &Error{Code: CodeToolExecutionTimeout, Message: fmt.Sprintf("tool %q did not finish within %s", req.Name, e.spec.Limits.Timeout), Err: o.err}
-			}
+	if ctxErr := ctx.Err(); ctxErr != nil && (o.err != nil || o.res != nil && o.res.IsError) {
+		// The tool failed once its context was done: however it reported
+		// that (ctx's error, an error of its own, an error result), the
+		// failure is the deadline's or the caller's.
+		if o.err == nil {
+			o.err = &Error{Code: cmp.Or(o.res.Code, CodeToolExecutionFailed), Limit: o.res.Limit, Message: o.res.TextContent()}
 		}
+		return nil, contextError(ctxErr, req.Name, e.spec.Limits.Timeout, o.err)
+	}
+	if o.err != nil {
 		return nil, o.err
 	}
 	if o.res == nil {
 		return nil, Errorf(CodeOutputInvalid, "tool %q returned no result", req.Name)
 	}
 	return o.res, nil
+}
+
+// contextError is the error of a call whose context ended (ctxErr) while
+// the tool failed with err. A deadline makes it TOOL_EXECUTION_TIMEOUT unless
+// the tool reported something more specific (a limit hit, say); otherwise
+// the tool's code stays. Either way errors.Is(result, ctxErr) holds, so a
+// caller can tell a timeout or its own cancellation from a tool's failure.
+func contextError(ctxErr error, tool string, timeout time.Duration, err error) error {
+	cause := err
+	if !errors.Is(err, ctxErr) {
+		cause = errors.Join(ctxErr, err)
+	}
+	var pe *Error
+	if errors.Is(ctxErr, context.DeadlineExceeded) {
+		if !errors.As(err, &pe) || pe.Code == CodeToolExecutionFailed || pe.Code == CodeToolUnavailable {
+			return &Error{Code: CodeToolExecutionTimeout, Message: fmt.Sprintf("tool %q did not finish within %s", tool, timeout), Err: cause}
+		}
+	}
+	c := *asError(tool, err)
+	if c.Message == "" && c.Err != nil {
+		c.Message = c.Err.Error()
+	}
+	c.Err = cause
+	return &c
 }
 
 // finish validates the tool's result, redacts secrets, and truncates the
