@@ -178,6 +178,10 @@ func TestDeadline(t *testing.T) {
 			if !errors.Is(err, plugin.ErrToolExecutionTimeout) {
 				t.Error("errors.Is(err, ErrToolExecutionTimeout) = false")
 			}
+			// Whatever the tool answered, the cause is visible.
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("errors.Is(err, context.DeadlineExceeded) = false for %v", err)
+			}
 			if elapsed < timeout || elapsed > timeout+late {
 				t.Errorf("returned after %s with a %s timeout", elapsed, timeout)
 			}
@@ -218,24 +222,54 @@ func TestDeadline(t *testing.T) {
 }
 
 func TestCallerCancellation(t *testing.T) {
-	h := newHost(t, plugin.Options{})
-	started := make(chan struct{})
-	mustRegister(t, h, plugin.Spec{Name: "wait"}, fn(`{"type":"object"}`, func(ctx context.Context, _ *plugin.Request) (*plugin.Result, error) {
-		close(started)
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}))
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		<-started
-		cancel()
-	}()
-	res, err := invokeCtx(t, ctx, h, call("wait", `{}`))
-	if err == nil || res.Code == plugin.CodeToolExecutionTimeout {
-		t.Fatalf("cancelled call: code %s, err %v", res.Code, err)
+	// However the tool reacts to its context being cancelled, the caller
+	// gets an error result that is not a timeout and that satisfies
+	// errors.Is(err, context.Canceled).
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	tests := []struct {
+		name string
+		tool func(ctx context.Context) (*plugin.Result, error)
+	}{
+		{"returns ctx.Err()", func(ctx context.Context) (*plugin.Result, error) { <-ctx.Done(); return nil, ctx.Err() }},
+		{"returns its own error", func(ctx context.Context) (*plugin.Result, error) {
+			<-ctx.Done()
+			return nil, errors.New("instance closed")
+		}},
+		{"returns an *Error", func(ctx context.Context) (*plugin.Result, error) {
+			<-ctx.Done()
+			return nil, plugin.Errorf(plugin.CodeToolUnavailable, "plugin process killed")
+		}},
+		{"returns an error result", func(ctx context.Context) (*plugin.Result, error) {
+			<-ctx.Done()
+			return &plugin.Result{Content: []plugin.Content{plugin.Text("interrupted")}, IsError: true}, nil
+		}},
+		{"ignores ctx", func(ctx context.Context) (*plugin.Result, error) {
+			<-release // abandoned by the pipeline until the test ends
+			return nil, nil
+		}},
 	}
-	if !errors.Is(err, context.Canceled) {
-		t.Errorf("errors.Is(err, context.Canceled) = false for %v", err)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHost(t, plugin.Options{})
+			started := make(chan struct{})
+			mustRegister(t, h, plugin.Spec{Name: "wait"}, fn(`{"type":"object"}`, func(ctx context.Context, _ *plugin.Request) (*plugin.Result, error) {
+				close(started)
+				return tc.tool(ctx)
+			}))
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() {
+				<-started
+				cancel()
+			}()
+			res, err := invokeCtx(t, ctx, h, call("wait", `{}`))
+			if err == nil || res.Code == plugin.CodeToolExecutionTimeout {
+				t.Fatalf("cancelled call: code %s, err %v", res.Code, err)
+			}
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("errors.Is(err, context.Canceled) = false for %v", err)
+			}
+		})
 	}
 }
 
