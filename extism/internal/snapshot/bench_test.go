@@ -7,12 +7,16 @@ import (
 
 	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
 )
 
 // BenchmarkInstance compares, in one run, a fresh instance of a Go guest
 // made the usual way (instantiate, then _initialize) with one made from its
 // snapshot, with wazero directly: "create" is instance creation alone,
 // "call" a whole fresh-instance call (create, call an export, close).
+// "snapshot+pool" also recycles linear memories (poolAllocator), which
+// takes the multi-megabyte allocation and its garbage out of each
+// instance.
 //
 //	go test -run '^$' -bench BenchmarkInstance -count 6 ./extism/internal/snapshot/
 func BenchmarkInstance(b *testing.B) {
@@ -25,13 +29,19 @@ func BenchmarkInstance(b *testing.B) {
 	r := newRuntime(b)
 	cms := map[string]wazero.CompiledModule{"plain": compile(b, r, orig), "snapshot": compile(b, r, snap)}
 	cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions().WithSysNanotime().WithSysWalltime().WithRandSource(rand.Reader)
+	cms["snapshot+pool"] = cms["snapshot"]
+	kinds := []string{"plain", "snapshot", "snapshot+pool"}
 	for _, what := range []string{"create", "call"} {
-		for _, kind := range []string{"plain", "snapshot"} {
+		for _, kind := range kinds {
 			b.Run(what+"/"+kind, func(b *testing.B) {
 				cm := cms[kind]
+				ictx := ctx
+				if kind == "snapshot+pool" {
+					ictx = experimental.WithMemoryAllocator(ctx, testAllocator)
+				}
 				b.ReportAllocs()
 				for b.Loop() {
-					mod, err := r.InstantiateModule(ctx, cm, cfg)
+					mod, err := r.InstantiateModule(ictx, cm, cfg)
 					if err != nil {
 						b.Fatal(err)
 					}
