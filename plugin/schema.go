@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -109,7 +110,7 @@ func describe(root *jsonschema.ValidationError, instance any) []string {
 	walk = func(e *jsonschema.ValidationError) {
 		switch e.ErrorKind.(type) {
 		case *kind.Group, *kind.AllOf, *kind.Schema, *kind.Reference:
-			for _, c := range e.Causes {
+			for _, c := range byLocation(e.Causes) {
 				walk(c)
 			}
 			return
@@ -117,7 +118,7 @@ func describe(root *jsonschema.ValidationError, instance any) []string {
 		_, isAny := e.ErrorKind.(*kind.AnyOf)
 		_, isOne := e.ErrorKind.(*kind.OneOf)
 		if len(e.Causes) > 0 && !isAny && !isOne {
-			for _, c := range e.Causes {
+			for _, c := range byLocation(e.Causes) {
 				walk(c)
 			}
 			return
@@ -142,6 +143,17 @@ func describe(root *jsonschema.ValidationError, instance any) []string {
 	return out
 }
 
+// byLocation orders errors by the field they concern: the library collects
+// them from maps, and a message that changes from call to call confuses a
+// model (and a golden file). Errors about one field keep their order.
+func byLocation(errs []*jsonschema.ValidationError) []*jsonschema.ValidationError {
+	out := slices.Clone(errs)
+	slices.SortStableFunc(out, func(a, b *jsonschema.ValidationError) int {
+		return slices.Compare(a.InstanceLocation, b.InstanceLocation)
+	})
+	return out
+}
+
 func problem(e *jsonschema.ValidationError, instance any) string {
 	loc := e.InstanceLocation
 	field := fieldName(loc)
@@ -163,8 +175,10 @@ func problem(e *jsonschema.ValidationError, instance any) string {
 		got := valueAt(instance, loc)
 		return fmt.Sprintf("%sexpected %s, got %s", prefix, strings.Join(k.Want, " or "), describeValue(got))
 	case *kind.AdditionalProperties:
-		names := make([]string, len(k.Properties))
-		for i, p := range k.Properties {
+		// The library lists them in map order; sort for a stable message.
+		props := slices.Sorted(slices.Values(k.Properties))
+		names := make([]string, len(props))
+		for i, p := range props {
 			names[i] = strconv.Quote(p)
 		}
 		what := "unexpected field "
