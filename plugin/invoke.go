@@ -95,6 +95,13 @@ func (h *Host) invoke(ctx context.Context, call Call, caller *nestedInvoker) (*R
 	res, err := h.run(ctx, call, caller, parent, &rec)
 	if err != nil {
 		e := asError(call.Name, err)
+		// The pipeline's own messages can be long too (every unexpected
+		// field of a huge argument object): cut them like output.
+		if msg, n := Truncate(e.Message, int(h.defaults.Preview)); n > 0 {
+			c := *e
+			c.Message = msg
+			e = &c
+		}
 		res = errorResult(e)
 		err = e
 		rec.Code, rec.Limit = e.Code, e.Limit
