@@ -407,8 +407,16 @@ func TestInputValidation(t *testing.T) {
 		res, err := invoke(t, h, call("read", `{"path":"a","options":{"depth":-1}}`))
 		wantErr(t, res, err, plugin.CodeInvalidRequest, "", `"options.depth": `, "-1")
 	})
-	t.Run("several problems", func(t *testing.T) {
-		res, err := invoke(t, h, call("read", `{"limit":"x","extra":1}`))
-		wantErr(t, res, err, plugin.CodeInvalidRequest, "", `missing required field "path"`, `"limit": expected integer, got string "x"`, `unexpected field "extra"`)
+	t.Run("several problems, always in one order", func(t *testing.T) {
+		const want = prefix + `missing required field "path"; unexpected fields "extra", "more", "zz" (not in the schema); ` +
+			`"items[0]": expected string, got integer 1; "limit": expected integer, got string "x"; "mode": expected one of "fast", "slow", got integer 3; ` +
+			`"options.depth": expected integer, got boolean true`
+		for range 20 {
+			res, err := invoke(t, h, call("read", `{"zz":0,"options":{"depth":true},"mode":3,"limit":"x","items":[1],"more":2,"extra":1}`))
+			wantErr(t, res, err, plugin.CodeInvalidRequest, "")
+			if err.Error() != want {
+				t.Fatalf("message:\n got %s\nwant %s", err, want)
+			}
+		}
 	})
 }

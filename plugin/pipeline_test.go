@@ -1156,3 +1156,26 @@ func TestStructuredContentMustBeJSON(t *testing.T) {
 		})
 	}
 }
+
+func TestLongPipelineErrorsAreCut(t *testing.T) {
+	h := newHost(t, plugin.Options{Defaults: plugin.Limits{Preview: 2000}})
+	mustRegister(t, h, plugin.Spec{Name: "strict"}, fn(`{"type":"object","additionalProperties":false}`, func(context.Context, *plugin.Request) (*plugin.Result, error) {
+		return textResult("ran"), nil
+	}))
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range 5000 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"field_%d":1`, i)
+	}
+	b.WriteString("}")
+	res, err := invoke(t, h, call("strict", b.String()))
+	wantErr(t, res, err, plugin.CodeInvalidRequest, "", `unexpected fields "field_0"`, "[... truncated ")
+	if n := len(res.TextContent()); n > 2000+100 {
+		t.Errorf("error text is %d bytes with a 2000-byte preview", n)
+	}
+	res, err = invoke(t, h, call(strings.Repeat("x", 100), "{}"))
+	wantErr(t, res, err, plugin.CodeToolNotFound, "")
+}
