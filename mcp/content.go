@@ -59,7 +59,7 @@ func toResult(res *plugin.Result, err error) *sdk.CallToolResult {
 	// Link every artifact the call kept: the full output of a truncated
 	// text first, then files the tool produced.
 	for _, a := range res.Artifacts {
-		uri := ArtifactURIPrefix + a.ID
+		uri := ResourceURIPrefix + a.ID
 		if linked[uri] {
 			continue
 		}

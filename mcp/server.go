@@ -17,9 +17,10 @@ import (
 	"github.com/toolhost/toolhost/plugin"
 )
 
-// ArtifactURIPrefix starts the URI of every artifact offered as an MCP
-// resource: toolhost://artifacts/{id}.
-const ArtifactURIPrefix = "toolhost://artifacts/"
+// ResourceURIPrefix starts the URI under which every artifact is offered
+// as an MCP resource: toolhost://artifacts/{id}. (Not to be confused with
+// plugin.ArtifactURIPrefix, which marks content a tool wants kept.)
+const ResourceURIPrefix = "toolhost://artifacts/"
 
 // Keys toolhost adds to the _meta of tools and results.
 const (
@@ -130,7 +131,7 @@ func NewServer(h *plugin.Host, opts ServerOptions) (*Server, error) {
 	s.sdk.AddResourceTemplate(&sdk.ResourceTemplate{
 		Name:        "artifact",
 		Title:       "toolhost artifact",
-		URITemplate: ArtifactURIPrefix + "{id}",
+		URITemplate: ResourceURIPrefix + "{id}",
 		Description: "The full output of a truncated tool result, or a file a tool produced. Results link to them.",
 	}, s.readArtifact)
 	s.sdk.AddReceivingMiddleware(s.availabilityMiddleware)
@@ -340,7 +341,7 @@ func (s *Server) progress(ctx context.Context, ss *sdk.ServerSession, token any,
 // readArtifact serves toolhost://artifacts/{id}.
 func (s *Server) readArtifact(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
 	uri := req.Params.URI
-	id, ok := strings.CutPrefix(uri, ArtifactURIPrefix)
+	id, ok := strings.CutPrefix(uri, ResourceURIPrefix)
 	if !ok {
 		return nil, sdk.ResourceNotFoundError(uri)
 	}

@@ -330,7 +330,7 @@ func TestServerResults(t *testing.T) {
 					link = l
 				}
 			}
-			if link == nil || !strings.HasPrefix(link.URI, mcp.ArtifactURIPrefix) || link.Size == nil || *link.Size != 5000 {
+			if link == nil || !strings.HasPrefix(link.URI, mcp.ResourceURIPrefix) || link.Size == nil || *link.Size != 5000 {
 				t.Fatalf("no resource link to the full output: %+v", res.Content)
 			}
 			rr, err := cs.ReadResource(context.Background(), &sdk.ReadResourceParams{URI: link.URI})
@@ -340,7 +340,7 @@ func TestServerResults(t *testing.T) {
 			if len(rr.Contents) != 1 || len(rr.Contents[0].Text) != 5000 || rr.Contents[0].Text[4999] != '9' {
 				t.Errorf("artifact resource: %d contents", len(rr.Contents))
 			}
-			if _, err := cs.ReadResource(context.Background(), &sdk.ReadResourceParams{URI: mcp.ArtifactURIPrefix + "art_000000000000000000000000"}); err == nil {
+			if _, err := cs.ReadResource(context.Background(), &sdk.ReadResourceParams{URI: mcp.ResourceURIPrefix + "art_000000000000000000000000"}); err == nil {
 				t.Errorf("reading an unknown artifact succeeded")
 			}
 		})
