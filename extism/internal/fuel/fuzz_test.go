@@ -270,3 +270,29 @@ func FuzzInstrument(f *testing.F) {
 		checkSameBehaviour(t, generateModule(data), []uint64{uint64(a), uint64(b)})
 	})
 }
+
+// FuzzInstrumentBytes feeds arbitrary bytes to Instrument: it must never
+// panic, and whenever wazero accepts the input and Instrument succeeds,
+// wazero must accept the output too.
+func FuzzInstrumentBytes(f *testing.F) {
+	for _, tm := range runaway() {
+		f.Add(tm.encode())
+	}
+	f.Add(tightLoopModule())
+	f.Add(generateModule(bytes.Repeat([]byte{3, 12, 4, 2, 9, 8, 1}, 20)))
+	f.Fuzz(func(t *testing.T, wasm []byte) {
+		out, err := Instrument(wasm)
+		if err != nil {
+			return
+		}
+		ctx := context.Background()
+		r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
+		defer r.Close(ctx)
+		if _, err := r.CompileModule(ctx, wasm); err != nil {
+			return
+		}
+		if _, err := r.CompileModule(ctx, out); err != nil {
+			t.Fatalf("input compiles, instrumented output does not: %v", err)
+		}
+	})
+}

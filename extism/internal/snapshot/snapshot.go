@@ -79,7 +79,12 @@ type Options struct {
 	Preopens []string
 	// RuntimeConfig is the wazero configuration of the initialisation run;
 	// nil uses wazero's default. Use it to enable features the module needs.
+	// Snapshot always adds close-on-context-done, so that the context's
+	// deadline stops an initialiser that does not finish, and a memory limit.
 	RuntimeConfig wazero.RuntimeConfig
+	// MaxMemoryPages caps the initialiser's linear memory, in 64 KiB pages;
+	// 0 means 16384 (1 GiB, toolhost's largest memory limit).
+	MaxMemoryPages uint32
 }
 
 // Report describes a snapshot.
@@ -112,7 +117,8 @@ type Report struct {
 const wasiModule = "wasi_snapshot_preview1"
 
 // Snapshot runs the module's initialiser and returns a module that starts in
-// the initialised state. The initialiser export is kept but points to a new
+// the initialised state. ctx bounds the initialisation run: give it a
+// deadline, since the initialiser is the guest's code. The initialiser export is kept but points to a new
 // empty function, so hosts that call it (go-sdk calls _initialize before the
 // first call; the extism adapter calls toolhost.init) do no work twice; a
 // start function, if any, is removed for the same reason.
@@ -338,6 +344,11 @@ func run(ctx context.Context, wasm []byte, mi *moduleInfo, opts Options, rep *Re
 	if cfg == nil {
 		cfg = wazero.NewRuntimeConfig()
 	}
+	pages := opts.MaxMemoryPages
+	if pages == 0 {
+		pages = 16384
+	}
+	cfg = cfg.WithCloseOnContextDone(true).WithMemoryLimitPages(pages)
 	r := wazero.NewRuntimeWithConfig(ctx, cfg)
 	defer r.Close(ctx)
 
@@ -408,6 +419,9 @@ func run(ctx context.Context, wasm []byte, mi *moduleInfo, opts Options, rep *Re
 	if _, err := mod.ExportedFunction(mi.initName).Call(ctx); err != nil {
 		if rec.err != nil {
 			return nil, rec.err
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("snapshot: initialiser %s did not finish: %w", mi.initName, ctx.Err())
 		}
 		return nil, &RefusedError{Reason: fmt.Sprintf("initialiser %s failed: %v", mi.initName, firstLine(err.Error()))}
 	}

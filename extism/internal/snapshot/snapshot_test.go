@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -334,5 +335,20 @@ func TestToyModuleCapturesGlobalsAndMemory(t *testing.T) {
 		return wasmbin.Section{}, false
 	})(); ok {
 		t.Fatal("snapshot keeps a start section")
+	}
+}
+
+func TestSpinningInitialiserIsStoppedByTheContext(t *testing.T) {
+	spin := []byte{wasmbin.OpLoop, wasmbin.BlockTypeEmpty, wasmbin.OpBr, 0, wasmbin.OpEnd}
+	wasm := module(nil, []wasmbin.FuncType{{}}, [][]byte{spin}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, _, err := Snapshot(ctx, wasm, Options{})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want DeadlineExceeded", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("took %v", d)
 	}
 }
