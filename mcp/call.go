@@ -212,6 +212,7 @@ func (s *Server) call(ctx context.Context, name string, req *sdk.CallToolRequest
 		st.Answers[id] = v
 	}
 	// Answers to the questions of the previous round.
+	declined := false
 	for key, resp := range req.Params.InputResponses {
 		er, _ := resp.(*sdk.ElicitResult)
 		switch {
@@ -221,10 +222,10 @@ func (s *Server) call(ctx context.Context, name string, req *sdk.CallToolRequest
 		case key == inputAnswer && st.Question != nil:
 			if v, ok := answerValue(st.Question, er); ok {
 				st.Answers[st.Question.ID] = v
-				st.Question = nil
 			} else {
-				return errorResult(plugin.Errorf(plugin.CodeInvalidRequest, "the question %q was not answered", st.Question.ID))
+				declined = true // the question comes back as text
 			}
+			st.Question = nil
 		}
 	}
 	ctx = context.WithValue(ctx, stateKey{}, cs)
@@ -239,7 +240,7 @@ func (s *Server) call(ctx context.Context, name string, req *sdk.CallToolRequest
 			return s.inputRequired(st, inputApproval, approvalElicitation(pending))
 		}
 		q := res.NeedsInput
-		if q == nil || !cs.canElicit || round >= maxRounds {
+		if q == nil || !cs.canElicit || declined || round >= maxRounds {
 			return toResult(res, err)
 		}
 		ep := questionElicitation(q)

@@ -393,6 +393,15 @@ func TestServerNeedsInput(t *testing.T) {
 				t.Errorf("ask with elicitation = %q", callText(t, res))
 			}
 		})
+		t.Run("declined", func(t *testing.T) {
+			cs := connect(clientOptions{elicit: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				return &sdk.ElicitResult{Action: "decline"}, nil
+			}})
+			res := call(t, cs, "fx_ask", map[string]any{})
+			if res.IsError || !strings.Contains(callText(t, res), "Input needed (confirm)") {
+				t.Errorf("declined question = %q", callText(t, res))
+			}
+		})
 		t.Run("in text", func(t *testing.T) {
 			cs := connect(clientOptions{})
 			res := call(t, cs, "fx_ask", map[string]any{})
