@@ -407,6 +407,15 @@ func (h *Host) finish(ctx context.Context, e *entry, call Call, secrets *Secrets
 		out.StructuredContent = secrets.redactJSON(out.StructuredContent)
 	}
 
+	// An error is an error, even if it also asks a question.
+	if out.IsError {
+		if out.Code == "" {
+			out.Code = CodeToolExecutionFailed
+		}
+		msg, _ := Truncate(out.TextContent(), int(spec.Limits.Preview))
+		return nil, &Error{Code: out.Code, Limit: out.Limit, Message: msg}
+	}
+
 	if out.NeedsInput != nil {
 		q := *out.NeedsInput
 		q.Text = secrets.Redact(q.Text)
@@ -424,14 +433,6 @@ func (h *Host) finish(ctx context.Context, e *entry, call Call, secrets *Secrets
 			out.Content = []Content{Text(questionText(out.NeedsInput))}
 		}
 		return out, nil
-	}
-
-	if out.IsError {
-		if out.Code == "" {
-			out.Code = CodeToolExecutionFailed
-		}
-		msg, _ := Truncate(out.TextContent(), int(spec.Limits.Preview))
-		return nil, &Error{Code: out.Code, Limit: out.Limit, Message: msg}
 	}
 
 	if e.output != nil {
