@@ -1179,3 +1179,21 @@ func TestLongPipelineErrorsAreCut(t *testing.T) {
 	res, err = invoke(t, h, call(strings.Repeat("x", 100), "{}"))
 	wantErr(t, res, err, plugin.CodeToolNotFound, "")
 }
+
+// TestErrorWithQuestion: a result that is both an error and a question is
+// an error; the caller must never get IsError without an error.
+func TestErrorWithQuestion(t *testing.T) {
+	h := newHost(t, plugin.Options{})
+	mustRegister(t, h, plugin.Spec{Name: "confused"}, fn(`{"type":"object"}`, func(context.Context, *plugin.Request) (*plugin.Result, error) {
+		return &plugin.Result{
+			Content:    []plugin.Content{plugin.Text("could not read config")},
+			IsError:    true,
+			NeedsInput: &plugin.Question{ID: "retry", Type: plugin.AnswerBoolean, Text: "Retry?"},
+		}, nil
+	}))
+	res, err := invoke(t, h, call("confused", `{}`))
+	wantErr(t, res, err, plugin.CodeToolExecutionFailed, "", "could not read config")
+	if res.NeedsInput != nil {
+		t.Errorf("an error result carries a question: %+v", res.NeedsInput)
+	}
+}
