@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/tetratelabs/wazero"
 
+	"github.com/toolhost/toolhost/extism/internal/fuel"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -48,6 +49,11 @@ type Config struct {
 	// TempDir is where per-call /tmp directories are created; empty uses
 	// os.TempDir.
 	TempDir string
+	// DisableFuel compiles modules without fuel metering. Fuel is what
+	// stops a spinning guest cheaply (the fuel limit); without it the
+	// adapter has wazero close a guest when its deadline passes, which puts
+	// a call into every loop iteration and makes loops ~40x slower.
+	DisableFuel bool
 }
 
 // Adapter loads wasm tools. It is safe for concurrent use.
@@ -58,6 +64,7 @@ type Adapter struct {
 	xforms   []Transform
 	lookup   LookupFunc
 	tmpBase  string
+	fuel     bool
 
 	mu     sync.Mutex
 	tools  []*wasmTool
@@ -74,6 +81,7 @@ func New(cfg Config) (*Adapter, error) {
 		xforms:   append([]Transform(nil), cfg.Transforms...),
 		lookup:   cfg.Lookup,
 		tmpBase:  cfg.TempDir,
+		fuel:     !cfg.DisableFuel,
 	}
 	if a.log == nil {
 		a.log = hclog.NewNullLogger()
@@ -208,6 +216,17 @@ func (a *Adapter) Load(ctx context.Context, spec *plugin.Spec) (plugin.Tool, err
 			return nil, fail("%s: %v", where, err)
 		}
 		key += "+init"
+	}
+	if a.fuel {
+		switch metered, err := fuel.Instrument(code); {
+		case errors.Is(err, fuel.ErrInstrumented):
+			// metered already
+		case err != nil:
+			return nil, fail("%s: %v", where, err)
+		default:
+			code = metered
+			key += "+fuel"
+		}
 	}
 	for _, x := range a.xforms {
 		if code, err = x.Apply(code); err != nil {

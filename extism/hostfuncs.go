@@ -76,6 +76,9 @@ func hostFunctions() []extism.HostFunction {
 func jsonHostFunc[In, Out any](h func(ctx context.Context, inst *instance, in *In) *Out) extism.HostFunctionStackCallback {
 	return func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
 		inst := instanceFrom(ctx)
+		if inst != nil {
+			inst.stopIfOver()
+		}
 		raw, err := p.ReadBytes(stack[0])
 		if err != nil {
 			panic(fmt.Errorf("reading host function input: %w", err))

@@ -54,7 +54,7 @@ func TestHostileGuests(t *testing.T) {
 		args  map[string]any
 		check func(t *testing.T, err error)
 	}{
-		{"loop", nil, func(t *testing.T, err error) { wantCode(t, err, plugin.CodeToolExecutionTimeout) }},
+		{"loop", nil, func(t *testing.T, err error) { wantLimit(t, err, "fuel") }},
 		{"recurse", nil, func(t *testing.T, err error) {
 			// Go guests grow their stack on the heap: the memory cap or
 			// Go's own stack limit stops them.
@@ -80,7 +80,7 @@ func TestHostileGuests(t *testing.T) {
 			sp := guestSpec("hostile", tc.tool)
 			sp.Limits = lim
 			if tc.tool == "loop" {
-				sp.Limits.Timeout = time.Second
+				sp.Limits.Timeout = 5 * time.Second // the default fuel (10^9) runs out first
 			}
 			tool := load(t, sp)
 			start := time.Now()
@@ -91,6 +91,34 @@ func TestHostileGuests(t *testing.T) {
 			}
 			stillServes(t, tool, &sp, tc.args, func(err error) { tc.check(t, err) })
 		})
+	}
+}
+
+// TestSpinPastDeadline: with more fuel than the wall clock allows, the call
+// returns TOOL_EXECUTION_TIMEOUT at its deadline, and the spinning guest
+// stops soon after (its fuel is capped by the timeout), its instance closed.
+func TestSpinPastDeadline(t *testing.T) {
+	sp := guestSpec("hostile", "loop")
+	sp.Limits = plugin.Limits{Timeout: 500 * time.Millisecond, Fuel: 1_000_000_000_000, Pool: -1}
+	tool := load(t, sp)
+	wt := tool.(*wasmTool)
+	start := time.Now()
+	_, err := call(t, tool, &sp, nil, nil)
+	wantCode(t, err, plugin.CodeToolExecutionTimeout)
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("timed-out call returned after %s", d)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for wt.live.Load() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("spinning guest still running %s after its deadline", time.Since(start))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("guest stopped %s after the call started", time.Since(start))
+	es := guestSpec("hostile", "state")
+	if _, err := call(t, load(t, es), &es, map[string]any{}, nil); err != nil {
+		t.Fatalf("after the timeout: %v", err)
 	}
 }
 

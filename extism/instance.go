@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -18,6 +19,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 
+	"github.com/toolhost/toolhost/extism/internal/fuel"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -50,6 +52,7 @@ type instance struct {
 
 	mu       sync.Mutex
 	abortErr *plugin.Error
+	closed   bool
 }
 
 type instKey struct{}
@@ -61,8 +64,9 @@ func instanceFrom(ctx context.Context) *instance {
 
 // newInstance instantiates and initialises a guest with spec's mounts. ctx
 // bounds the work.
-func (t *wasmTool) newInstance(ctx context.Context, spec *plugin.Spec) (inst *instance, err error) {
-	inst = &instance{t: t, spec: spec, limits: t.limits}
+func (t *wasmTool) newInstance(ctx context.Context, spec *plugin.Spec) (_ *instance, err error) {
+	inst := &instance{t: t, spec: spec, limits: t.limits}
+	t.live.Add(1)
 	inst.mem.limit.Store(uint64(t.limits.Memory))
 	inst.mem.onHit = inst.memoryHit
 	inst.stdout.inst = inst
@@ -112,7 +116,10 @@ func (t *wasmTool) newInstance(ctx context.Context, spec *plugin.Spec) (inst *in
 	if t.info.initName != "" {
 		ictx, cancel := context.WithTimeout(ctx, t.limits.Timeout)
 		defer cancel()
-		if _, _, err := inst.p.CallWithContext(context.WithValue(ictx, instKey{}, inst), initExport, nil); err != nil {
+		// Initialisation has its own fuel: ctx may be a nested call's,
+		// carrying the calling tool's meter.
+		ictx = fuel.WithMeter(context.WithValue(ictx, instKey{}, inst), fuel.NewMeter(fuel.DefaultBudget))
+		if _, _, err := inst.p.CallWithContext(ictx, initExport, nil); err != nil {
 			if inst.mem.hit.Load() {
 				return nil, plugin.LimitError("memory", "guest initialisation needs more than the %s memory limit", plugin.FormatSize(t.limits.Memory))
 			}
@@ -152,6 +159,25 @@ func (inst *instance) nanosleep(ns int64) {
 	select {
 	case <-t.C:
 	case <-inst.callDone:
+		panic(errCallOver)
+	}
+}
+
+// errCallOver is the panic value that stops a guest which keeps calling the
+// host after its call ended (deadline, cancellation or a limit): wazero
+// turns a panic in a host function into a failed call.
+var errCallOver = errors.New("the call is over")
+
+// stopIfOver ends the guest's execution if its call is over. Host functions
+// call it first, so a guest that ignores errors cannot keep going.
+func (inst *instance) stopIfOver() {
+	if inst.callDone == nil {
+		return
+	}
+	select {
+	case <-inst.callDone:
+		panic(errCallOver)
+	default:
 	}
 }
 
@@ -191,6 +217,7 @@ func (inst *instance) fileRead(n int64) bool {
 	if inst.req == nil {
 		return true
 	}
+	inst.stopIfOver()
 	lim := inst.limits.FileBytesRead
 	if inst.fileBytes.Add(n) > lim {
 		inst.abort(plugin.LimitError("file_bytes_read", "the tool read more than %s from its mounts", plugin.FormatSize(lim)))
@@ -210,6 +237,7 @@ func (inst *instance) guestLog(level extism.LogLevel, msg string) {
 const maxLogLine = 4 << 10
 
 func (inst *instance) logLine(level extism.LogLevel, msg string) {
+	inst.stopIfOver()
 	lim := int64(inst.limits.LogEntries)
 	if inst.logs.Add(1) > lim {
 		inst.abort(plugin.LimitError("log_entries", "the tool wrote more than %d log entries", lim))
@@ -236,6 +264,11 @@ func (inst *instance) logLine(level extism.LogLevel, msg string) {
 
 // close releases the instance: guest memory, mounts and its /tmp.
 func (inst *instance) close() {
+	if inst.closed {
+		return
+	}
+	inst.closed = true
+	inst.t.live.Add(-1)
 	if inst.p != nil {
 		_ = inst.p.Close(context.Background())
 		inst.p = nil
@@ -264,6 +297,7 @@ func (w *capWriter) Write(p []byte) (int, error) {
 	if inst.req == nil {
 		return len(p), nil // discard output during initialisation
 	}
+	inst.stopIfOver()
 	lim := inst.limits.Output
 	if int64(w.buf.Len()+len(p)) > lim {
 		inst.abort(plugin.LimitError("output", "the tool's output exceeds the %s output limit", plugin.FormatSize(lim)))

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	extism "github.com/extism/go-sdk"
@@ -16,6 +18,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/toolhost/toolhost/extism/internal/fuel"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -52,6 +55,7 @@ type wasmTool struct {
 
 	pool     chan *instance
 	retired  chan *instance // used instances waiting to be closed
+	live     atomic.Int64   // instances not yet closed
 	kick     chan struct{}
 	quit     chan struct{}
 	wg       sync.WaitGroup
@@ -108,19 +112,28 @@ func (t *wasmTool) compile() {
 		Wasm:         []extism.Wasm{extism.WasmData{Data: t.code, Name: "main"}},
 		Config:       cfg,
 		AllowedHosts: nil, // Extism's http_request stays unreachable
-		// Set so that go-sdk closes a spinning guest when its context ends;
-		// the effective timeout is the call's context deadline.
-		Timeout: uint64(plugin.MaxLimits().Timeout.Milliseconds()),
 		Memory: &extism.ManifestMemory{
 			MaxVarBytes:          t.limits.VarSize,
 			MaxHttpResponseBytes: 0,
 		},
 	}
-	rc := wazero.NewRuntimeConfig().WithCompilationCache(t.a.cache).WithCloseOnContextDone(true)
+	rc := wazero.NewRuntimeConfig().WithCompilationCache(t.a.cache)
+	funcs := hostFunctions()
+	if t.a.fuel {
+		// Fuel-metered code stops itself; wazero's close-on-deadline would
+		// add a call to every loop iteration (loops run ~40x slower).
+		funcs = append(funcs, fuel.HostFunctions()...)
+	} else {
+		// Without fuel, a spinning guest can only be stopped by closing
+		// it when its context ends. go-sdk turns that on when the manifest
+		// has a timeout; the effective timeout is the call's deadline.
+		rc = rc.WithCloseOnContextDone(true)
+		manifest.Timeout = uint64(plugin.MaxLimits().Timeout.Milliseconds())
+	}
 	c, err := extism.NewCompiledPlugin(context.Background(), manifest, extism.PluginConfig{
 		RuntimeConfig: rc,
 		EnableWasi:    true,
-	}, hostFunctions())
+	}, funcs)
 	t.code = nil
 	if err != nil {
 		t.compErr = plugin.Errorf(plugin.CodeToolUnavailable, "%s: compiling: %v", t.where, err)
@@ -249,7 +262,7 @@ func (t *wasmTool) describe(ctx context.Context) error {
 	if err := t.ready(ctx); err != nil {
 		return err
 	}
-	out, err := t.run(ctx, nil, exportListTools, []byte(`{}`))
+	out, _, err := t.run(ctx, nil, exportListTools, []byte(`{}`))
 	if err != nil {
 		return fmt.Errorf("list_tools: %w", err)
 	}
@@ -304,7 +317,7 @@ func (t *wasmTool) Call(ctx context.Context, req *plugin.Request) (*plugin.Resul
 		}
 		input = b
 	}
-	out, err := t.run(ctx, req, export, input)
+	out, used, err := t.run(ctx, req, export, input)
 	if err != nil {
 		var ge *guestError
 		if errors.As(err, &ge) {
@@ -313,8 +326,12 @@ func (t *wasmTool) Call(ctx context.Context, req *plugin.Request) (*plugin.Resul
 		return nil, t.wrap(ctx, err)
 	}
 	out = req.Secrets.RedactBytes(out)
+	var meta *plugin.Meta
+	if used > 0 {
+		meta = &plugin.Meta{Fuel: used}
+	}
 	if t.mode == modeRaw {
-		res := &plugin.Result{Content: []plugin.Content{plugin.Text(string(out))}}
+		res := &plugin.Result{Content: []plugin.Content{plugin.Text(string(out))}, Meta: meta}
 		if len(t.desc.OutputSchema) > 0 {
 			if !json.Valid(out) || len(out) == 0 || out[0] != '{' {
 				return nil, &plugin.Error{Code: plugin.CodeOutputInvalid, Tool: t.spec.Name,
@@ -328,6 +345,7 @@ func (t *wasmTool) Call(ctx context.Context, req *plugin.Request) (*plugin.Resul
 	if err != nil {
 		return nil, &plugin.Error{Code: plugin.CodeOutputInvalid, Tool: t.spec.Name, Message: err.Error()}
 	}
+	res.Meta = meta
 	if res.IsError && res.Code == "" {
 		res.Code = plugin.CodeToolExecutionFailed
 	}
@@ -370,9 +388,22 @@ type guestError struct{ msg string }
 
 func (e *guestError) Error() string { return e.msg }
 
-// run calls export in a fresh instance and returns its output. req is nil
-// for the host's own calls (list_tools).
-func (t *wasmTool) run(ctx context.Context, req *plugin.Request, export string, input []byte) ([]byte, error) {
+// fuelPerSecond converts a call's timeout into the most fuel it may burn.
+// Guests here run ~2.3e9 fuel units per second; the margin keeps a busy but
+// legitimate call from being cut before its deadline on a faster machine,
+// and bounds how long a spinning guest outlives its deadline.
+const fuelPerSecond = 5e9
+
+// callResult is what a guest call returned.
+type callResult struct {
+	rc  uint32
+	out []byte
+	err error
+}
+
+// run calls export in a fresh instance and returns its output and the fuel
+// it used. req is nil for the host's own calls (list_tools).
+func (t *wasmTool) run(ctx context.Context, req *plugin.Request, export string, input []byte) ([]byte, uint64, error) {
 	if req == nil {
 		req = &plugin.Request{Name: t.spec.Name, Spec: t.spec, Secrets: plugin.NewSecrets(nil), Log: t.log}
 	}
@@ -390,17 +421,71 @@ func (t *wasmTool) run(ctx context.Context, req *plugin.Request, export string, 
 	if err != nil {
 		var pe *plugin.Error
 		if errors.As(err, &pe) {
-			return nil, err
+			return nil, 0, err
 		}
-		return nil, plugin.Errorf(plugin.CodeToolUnavailable, "%v", err)
+		return nil, 0, plugin.Errorf(plugin.CodeToolUnavailable, "%v", err)
 	}
-	defer t.refillLater()
-	defer t.retire(inst)
 	cctx, cancel := context.WithTimeout(ctx, limits.Timeout)
 	defer cancel()
 	inst.begin(cctx, req, spec, limits, cancel)
 	inst.stdin.Reset(input)
-	rc, out, err := inst.p.CallWithContext(context.WithValue(cctx, instKey{}, inst), export, input)
+	gctx := context.WithValue(cctx, instKey{}, inst)
+	var meter *fuel.Meter
+	timeCapped := false
+	if t.a.fuel {
+		// The budget is the fuel limit, or what the wall clock allows if
+		// that is less: a metered guest is not closed at its deadline, so
+		// its fuel is what bounds the CPU it can burn after it.
+		budget := min(limits.Fuel, math.MaxInt64)
+		if c := uint64(limits.Timeout.Seconds() * fuelPerSecond); c < budget {
+			budget, timeCapped = c, true
+		}
+		meter = fuel.NewMeter(int64(budget))
+		gctx = fuel.WithMeter(gctx, meter)
+	}
+	var r callResult
+	if t.a.fuel {
+		// A metered guest is not closed at its deadline (that would slow
+		// every loop down); the call returns at the deadline and the guest
+		// stops at its next host call, sleep or fuel check failure, after
+		// which the instance is disposed of like every other.
+		done := make(chan callResult, 1)
+		go func() {
+			rc, out, err := inst.p.CallWithContext(gctx, export, input)
+			done <- callResult{rc, out, err}
+		}()
+		select {
+		case r = <-done:
+		case <-cctx.Done():
+			go func() {
+				<-done
+				t.retire(inst)
+				t.refillLater()
+			}()
+			if ae := inst.aborted(); ae != nil {
+				return nil, 0, ae
+			}
+			if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				return nil, 0, err
+			}
+			return nil, 0, plugin.Errorf(plugin.CodeToolExecutionTimeout, "the tool did not finish within %s", limits.Timeout)
+		}
+	} else {
+		r.rc, r.out, r.err = inst.p.CallWithContext(gctx, export, input)
+	}
+	defer t.refillLater()
+	defer t.retire(inst)
+	var used uint64
+	if meter != nil && meter.Used() > 0 {
+		used = uint64(meter.Used())
+	}
+	out, err := t.outcome(ctx, cctx, inst, req, limits, meter, timeCapped, export, r)
+	return out, used, err
+}
+
+// outcome turns what a guest call returned into output or an error.
+func (t *wasmTool) outcome(ctx, cctx context.Context, inst *instance, req *plugin.Request, limits plugin.Limits, meter *fuel.Meter, timeCapped bool, export string, r callResult) ([]byte, error) {
+	rc, out, err := r.rc, r.out, r.err
 	if ae := inst.aborted(); ae != nil {
 		return nil, ae
 	}
@@ -410,6 +495,12 @@ func (t *wasmTool) run(ctx context.Context, req *plugin.Request, export string, 
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, ctx.Err()
+		}
+		if errors.Is(err, fuel.ErrExhausted) || (meter != nil && meter.Exhausted()) {
+			if timeCapped {
+				return nil, plugin.Errorf(plugin.CodeToolExecutionTimeout, "the tool did not finish within %s", limits.Timeout)
+			}
+			return nil, plugin.LimitError("fuel", "the tool ran out of fuel (%d instructions)", meter.Budget())
 		}
 		var exit *sys.ExitError
 		if cctx.Err() != nil || (errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded) {

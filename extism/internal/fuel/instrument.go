@@ -19,6 +19,11 @@ const (
 	importExhausted = "exhausted" // (i64 remaining), never returns
 )
 
+// Version names the output format of Instrument. Hosts that cache compiled
+// instrumented modules under their own keys include it, so that a change to
+// the rewriter does not reuse stale code.
+const Version = "fuel-v1"
+
 // ErrInstrumented is returned by Instrument for a module that already imports
 // from ImportModule.
 var ErrInstrumented = errors.New("fuel: module is already instrumented")

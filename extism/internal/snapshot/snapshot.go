@@ -37,6 +37,10 @@ import (
 // toolhost.init, the name the extism adapter renames it to.
 var DefaultInitExports = []string{"_initialize", "toolhost.init"}
 
+// Version names the output format of Snapshot, for hosts' cache keys (which
+// must also name Options.Preopens).
+const Version = "snapshot-v1"
+
 // ErrNoInitializer is returned when the module exports none of the
 // initialiser names; there is nothing to snapshot.
 var ErrNoInitializer = errors.New("snapshot: module has no initialiser export")

@@ -352,3 +352,18 @@ func TestSpinningInitialiserIsStoppedByTheContext(t *testing.T) {
 		t.Fatalf("took %v", d)
 	}
 }
+
+// FuzzInspect feeds arbitrary bytes to the module checks that run before any
+// guest code: they must return an error or a description, never panic.
+func FuzzInspect(f *testing.F) {
+	void := wasmbin.FuncType{}
+	f.Add(module(nil, []wasmbin.FuncType{void}, [][]byte{{}}, nil))
+	f.Add(module([]wasmbin.Import{{Module: wasiModule, Name: "random_get", Kind: wasmbin.KindFunc, TypeIndex: 0}}, []wasmbin.FuncType{void}, [][]byte{{wasmbin.OpCall, 0}}, nil))
+	f.Fuzz(func(t *testing.T, wasm []byte) {
+		m, err := wasmbin.Parse(wasm)
+		if err != nil {
+			return
+		}
+		_, _ = inspect(m, "")
+	})
+}

@@ -5,10 +5,10 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -67,6 +67,7 @@ type searcher struct {
 
 	ig      match.Ignore
 	buf     []byte
+	dirBuf  []byte
 	out     strings.Builder
 	results int
 	files   int // files whose content was searched
@@ -133,7 +134,7 @@ func search(c *guest.Call) (*guest.Result, error) {
 	}
 	s.buf = make([]byte, 256<<10)
 	if fi.IsDir() {
-		if _, err := os.ReadDir(p.Abs); err != nil {
+		if _, _, err := s.ms.ReadDir(p.Abs, nil); err != nil {
 			return fail(mounts.FromOS(p.Display, err)), nil
 		}
 		s.walk(p.Abs, "")
@@ -147,14 +148,16 @@ func search(c *guest.Call) (*guest.Result, error) {
 // is rel. Entry types come from the directory listing itself, so the walk
 // makes no stat calls.
 func (s *searcher) walk(dir, rel string) {
-	entries, err := os.ReadDir(dir)
+	entries, buf, err := s.ms.ReadDir(dir, s.dirBuf)
+	s.dirBuf = buf
 	if err != nil {
 		return
 	}
+	slices.SortFunc(entries, func(a, b mounts.Entry) int { return strings.Compare(a.Name, b.Name) })
 	mark := s.ig.Len()
 	defer s.ig.Truncate(mark)
 	for _, de := range entries {
-		if de.Name() == ".gitignore" && de.Type().IsRegular() {
+		if de.Name == ".gitignore" && de.IsRegular() {
 			if b, err := os.ReadFile(path.Join(dir, ".gitignore")); err == nil {
 				s.ig.Add(rel, string(b))
 			}
@@ -165,18 +168,18 @@ func (s *searcher) walk(dir, rel string) {
 		if s.done {
 			return
 		}
-		name := de.Name()
+		name := de.Name
 		r := name
 		if rel != "" {
 			r = rel + "/" + name
 		}
-		switch t := de.Type(); {
-		case t.IsDir():
+		switch {
+		case de.IsDir():
 			if name == ".git" || s.ig.Ignored(r, true) {
 				continue
 			}
 			s.walk(dir+"/"+name, r)
-		case t.IsRegular():
+		case de.IsRegular():
 			if s.ig.Ignored(r, false) {
 				continue
 			}
@@ -216,34 +219,16 @@ func (s *searcher) file(abs, rel string) {
 // read reads a whole file into the reusable buffer; false if it could not
 // be read or is over the size limit.
 func (s *searcher) read(abs string) ([]byte, bool) {
-	f, err := os.Open(abs)
+	data, ok, err := s.ms.ReadFile(abs, s.buf, s.maxSize)
 	if err != nil {
 		return nil, false
 	}
-	defer f.Close()
-	n := 0
-	for {
-		if n == len(s.buf) {
-			if int64(n) > s.maxSize {
-				s.skipped.large++
-				return nil, false
-			}
-			s.buf = append(s.buf, make([]byte, len(s.buf))...)
-		}
-		m, err := f.Read(s.buf[n:])
-		n += m
-		if err == io.EOF || (err == nil && m == 0) {
-			break
-		}
-		if err != nil {
-			return nil, false
-		}
-	}
-	if int64(n) > s.maxSize {
+	if !ok {
 		s.skipped.large++
 		return nil, false
 	}
-	return s.buf[:n], true
+	s.buf = data[:cap(data)]
+	return data, true
 }
 
 // scan reports every line of data with a match, once, at the column of

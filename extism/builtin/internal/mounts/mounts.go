@@ -57,6 +57,7 @@ func Errorf(code, format string, args ...any) *Error {
 // from.
 type Set struct {
 	paths []string
+	fds   map[string]int32 // WASI preopen of each mount (wasip1)
 }
 
 // New returns a Set of the given guest paths (absolute; cleaned here).
@@ -64,7 +65,7 @@ type Set struct {
 func New(guestPaths ...string) Set {
 	var s Set
 	for _, p := range guestPaths {
-		p = path.Clean("/" + p)
+		p = cleanMount(p)
 		if p == "/tmp" || p == "/" {
 			continue
 		}
@@ -72,6 +73,8 @@ func New(guestPaths ...string) Set {
 	}
 	return s
 }
+
+func cleanMount(p string) string { return path.Clean("/" + p) }
 
 // Paths returns the mount points.
 func (s Set) Paths() []string { return append([]string(nil), s.paths...) }

@@ -2,7 +2,10 @@
 
 package mounts
 
-import "unsafe"
+import (
+	"syscall"
+	"unsafe"
+)
 
 //go:wasmimport wasi_snapshot_preview1 fd_prestat_get
 func fdPrestatGet(fd int32, buf unsafe.Pointer) int32
@@ -10,12 +13,22 @@ func fdPrestatGet(fd int32, buf unsafe.Pointer) int32
 //go:wasmimport wasi_snapshot_preview1 fd_prestat_dir_name
 func fdPrestatDirName(fd int32, buf unsafe.Pointer, n int32) int32
 
+//go:wasmimport wasi_snapshot_preview1 path_open
+func pathOpen(dirFD int32, dirflags uint32, path unsafe.Pointer, pathLen uint32, oflags uint32, rightsBase, rightsInheriting uint64, fdflags uint32, fd unsafe.Pointer) int32
+
+//go:wasmimport wasi_snapshot_preview1 fd_read
+func fdRead(fd int32, iovs unsafe.Pointer, iovsLen uint32, nread unsafe.Pointer) int32
+
+//go:wasmimport wasi_snapshot_preview1 fd_close
+func fdClose(fd int32) int32
+
 // Discover returns the directories the host preopened for this instance,
 // in the host's order, without the per-call /tmp. The WASI preopens are the
 // only truth about what the operator mounted: the guest reads them instead
 // of trusting configuration.
 func Discover() Set {
 	var names []string
+	var fds []int32
 	for fd := int32(3); fd < 64; fd++ {
 		var pre [2]uint32 // tag (u8, padded), name length
 		if fdPrestatGet(fd, unsafe.Pointer(&pre[0])) != 0 {
@@ -32,6 +45,150 @@ func Discover() Set {
 			buf = buf[:n-1]
 		}
 		names = append(names, string(buf))
+		fds = append(fds, fd)
 	}
-	return New(names...)
+	s := New(names...)
+	s.fds = map[string]int32{}
+	for i, n := range names {
+		s.fds[cleanMount(n)] = fds[i]
+	}
+	return s
 }
+
+// WASI rights a plain read needs, and the flag that follows symbolic links
+// (the host still refuses links that lead out of the mount).
+const (
+	rightFDRead         = 1 << 1
+	lookupSymlinkFollow = 1
+)
+
+// ReadFile reads the regular file abs (a path Resolve returned) into buf,
+// growing it as needed, and returns the bytes read. It talks to WASI
+// directly: os.Open on wasip1 adds fdstat and non-blocking-mode calls to
+// every open, which dominate a search over thousands of small files. A file
+// larger than max is not read: ok is false and the error nil.
+func (s Set) ReadFile(abs string, buf []byte, max int64) (data []byte, ok bool, err error) {
+	m, found := s.mountOf(abs)
+	dirFD, known := s.fds[m]
+	if !found || !known {
+		return nil, false, syscall.ENOENT
+	}
+	rel := "."
+	if abs != m {
+		rel = abs[len(m)+1:]
+	}
+	p := []byte(rel)
+	var fd int32
+	if e := pathOpen(dirFD, lookupSymlinkFollow, unsafe.Pointer(&p[0]), uint32(len(p)), 0, rightFDRead, 0, 0, unsafe.Pointer(&fd)); e != 0 {
+		return nil, false, syscall.Errno(e)
+	}
+	defer fdClose(fd)
+	n := 0
+	for {
+		if n == len(buf) {
+			if int64(n) > max {
+				return nil, false, nil
+			}
+			buf = append(buf, make([]byte, len(buf)+4096)...)
+		}
+		iov := [2]uint32{uint32(uintptr(unsafe.Pointer(&buf[n]))), uint32(len(buf) - n)}
+		var got uint32
+		if e := fdRead(fd, unsafe.Pointer(&iov[0]), 1, unsafe.Pointer(&got)); e != 0 {
+			return nil, false, syscall.Errno(e)
+		}
+		if got == 0 {
+			break
+		}
+		n += int(got)
+	}
+	if int64(n) > max {
+		return nil, false, nil
+	}
+	return buf[:n], true, nil
+}
+
+//go:wasmimport wasi_snapshot_preview1 fd_readdir
+func fdReaddir(fd int32, buf unsafe.Pointer, bufLen uint32, cookie uint64, used unsafe.Pointer) int32
+
+// WASI file types.
+const (
+	typeDirectory = 3
+	typeRegular   = 4
+	typeSymlink   = 7
+	rightReaddir  = 1 << 14
+	oflagDir      = 1 << 1
+)
+
+// Entry is one directory entry as WASI reports it.
+type Entry struct {
+	Name string
+	kind uint8
+}
+
+// IsDir reports whether the entry is a directory (links are not followed).
+func (e Entry) IsDir() bool { return e.kind == typeDirectory }
+
+// IsRegular reports whether the entry is a regular file.
+func (e Entry) IsRegular() bool { return e.kind == typeRegular }
+
+// ReadDir lists the directory abs (a path Resolve returned) in one pass
+// over WASI fd_readdir, with entry types and no stat calls, in the host's
+// order (unsorted); buf is scratch space, returned for reuse.
+func (s Set) ReadDir(abs string, buf []byte) ([]Entry, []byte, error) {
+	m, found := s.mountOf(abs)
+	dirFD, known := s.fds[m]
+	if !found || !known {
+		return nil, buf, syscall.ENOENT
+	}
+	rel := "."
+	if abs != m {
+		rel = abs[len(m)+1:]
+	}
+	p := []byte(rel)
+	var fd int32
+	if e := pathOpen(dirFD, 0, unsafe.Pointer(&p[0]), uint32(len(p)), oflagDir, rightReaddir, 0, 0, unsafe.Pointer(&fd)); e != 0 {
+		return nil, buf, syscall.Errno(e)
+	}
+	defer fdClose(fd)
+	if len(buf) < 64<<10 {
+		buf = make([]byte, 64<<10)
+	}
+	var out []Entry
+	var cookie uint64
+	for {
+		var used uint32
+		if e := fdReaddir(fd, unsafe.Pointer(&buf[0]), uint32(len(buf)), cookie, unsafe.Pointer(&used)); e != 0 {
+			return nil, buf, syscall.Errno(e)
+		}
+		b := buf[:used]
+		complete := false
+		for len(b) >= 24 {
+			next := le64(b[0:])
+			namlen := int(le32(b[16:]))
+			kind := b[20]
+			if len(b) < 24+namlen {
+				break // cut off: read again from cookie
+			}
+			name := string(b[24 : 24+namlen])
+			b = b[24+namlen:]
+			cookie = next
+			if name != "." && name != ".." {
+				out = append(out, Entry{Name: name, kind: kind})
+			}
+			complete = len(b) == 0
+		}
+		if int(used) < len(buf) {
+			return out, buf, nil
+		}
+		if !complete && len(b) == int(used) {
+			// Not even one entry fits: grow the buffer.
+			buf = make([]byte, 2*len(buf))
+		}
+	}
+}
+
+func le32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+func le64(b []byte) uint64 { return uint64(le32(b)) | uint64(le32(b[4:]))<<32 }

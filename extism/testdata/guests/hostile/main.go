@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	pdk "github.com/extism/go-pdk"
 
@@ -83,6 +85,27 @@ func init() {
 				json.Unmarshal(c.Arguments, &in)
 				return guest.Text(strings.Repeat("y", in.N)), nil
 			}},
+		guest.Func("phases", "Times the steps of producing n bytes of JSON output.", anyObject, func(in sizeArgs) (map[string]string, error) {
+			t0 := time.Now()
+			s := strings.Repeat("y", in.N)
+			t1 := time.Now()
+			b, _ := json.Marshal(guest.Text(s))
+			t2 := time.Now()
+			n := 0
+			for i := 0; i < len(s); i++ {
+				if s[i] < 0x20 || s[i] == '"' || s[i] == '\\' || s[i] >= 0x80 {
+					n++
+				}
+			}
+			t3 := time.Now()
+			q := strconv.Quote(s)
+			t4 := time.Now()
+			var v struct{ Text string }
+			json.Unmarshal([]byte(`{"Text":"`+s+`"}`), &v)
+			t5 := time.Now()
+			return map[string]string{"repeat": t1.Sub(t0).String(), "marshal": t2.Sub(t1).String(), "loop": t3.Sub(t2).String(),
+				"quote": t4.Sub(t3).String(), "unmarshal": t5.Sub(t4).String(), "len": fmt.Sprint(len(b), n, len(q))}, nil
+		}),
 		guest.Func("logspam", "Logs forever.", anyObject, func(struct{}) (int, error) {
 			for i := 0; ; i++ {
 				pdk.Log(pdk.LogInfo, fmt.Sprintf("line %d", i))

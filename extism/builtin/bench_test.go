@@ -1,0 +1,121 @@
+package builtin_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// BenchmarkRead reads a 4 KiB and a 1 MiB file end to end through the host
+// pipeline (validation, a fresh wasm instance, WASI reads through the
+// os.Root mount, truncation for the model), next to os.ReadFile of the same
+// file: the ratio is the cost of the sandbox and the pipeline.
+func BenchmarkRead(b *testing.B) {
+	dir := b.TempDir()
+	line := "The quick brown fox jumps over the lazy dog, again and again.\n"
+	for _, size := range []int{4 << 10, 1 << 20} {
+		name := fmt.Sprintf("%dKiB.txt", size>>10)
+		content := strings.Repeat(line, size/len(line)+1)[:size]
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	h := newHost(b, fsSpec("filesystem.read", dir, nil))
+	for _, size := range []int{4 << 10, 1 << 20} {
+		name := fmt.Sprintf("%dKiB.txt", size>>10)
+		args := `{"path":"` + name + `"}`
+		b.Run(fmt.Sprintf("size=%dKiB/filesystem.read", size>>10), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				res, err := invoke(b, h, "filesystem.read", args)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res.Truncated == nil && len(res.TextContent()) != size {
+					b.Fatalf("read %d bytes", len(res.TextContent()))
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("size=%dKiB/os.ReadFile", size>>10), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				if _, err := os.ReadFile(filepath.Join(dir, name)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// searchTree writes about 10,000 source-like files of 1-2 KiB in 100
+// directories; needle appears in one file of 200.
+func searchTree(b *testing.B) string {
+	b.Helper()
+	dir := b.TempDir()
+	var filler strings.Builder
+	for i := range 60 {
+		fmt.Fprintf(&filler, "func f%d(x int) int { return x*%d + len(\"some text here\") }\n", i, i)
+	}
+	for d := range 100 {
+		sub := filepath.Join(dir, fmt.Sprintf("pkg%03d", d))
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		for f := range 100 {
+			body := filler.String()[:1024+(d*7+f*13)%1024]
+			if (d*100+f)%200 == 7 {
+				body += "// the zanzibar needle is here\n"
+			}
+			if err := os.WriteFile(filepath.Join(sub, fmt.Sprintf("file%03d.go", f)), []byte(body), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return dir
+}
+
+// BenchmarkSearch searches ~10,000 files for a literal with
+// filesystem.search, end to end, and with grep -rn on the same tree in the
+// same run.
+func BenchmarkSearch(b *testing.B) {
+	dir := searchTree(b)
+	h := newHost(b, fsSpec("filesystem.search", dir, nil))
+	const args = `{"pattern":"zanzibar needle","max_results":1000}`
+	want := 50
+	b.Run("filesystem.search", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := invoke(b, h, "filesystem.search", args)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if n := strings.Count(res.TextContent(), "zanzibar"); n != want {
+				b.Fatalf("%d matches, want %d:\n%s", n, want, res.TextContent())
+			}
+		}
+	})
+	grep, err := exec.LookPath("grep")
+	if err != nil {
+		b.Skip("no grep")
+	}
+	b.Run("grep-rn", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var out bytes.Buffer
+			cmd := exec.Command(grep, "-rn", "zanzibar needle", dir)
+			cmd.Stdout = &out
+			if err := cmd.Run(); err != nil {
+				b.Fatal(err)
+			}
+			if n := bytes.Count(out.Bytes(), []byte("zanzibar")); n != want {
+				b.Fatalf("grep: %d matches, want %d", n, want)
+			}
+		}
+	})
+}
