@@ -140,6 +140,22 @@ func (a *Adapter) Close() error {
 	return errors.Join(errs...)
 }
 
+// Ready waits until every tool loaded so far has compiled (Load compiles in
+// the background) and returns their compilation errors. A host that wants
+// its first calls to find compiled code calls it after loading.
+func (a *Adapter) Ready(ctx context.Context) error {
+	a.mu.Lock()
+	tools := append([]*wasmTool(nil), a.tools...)
+	a.mu.Unlock()
+	var errs []error
+	for _, t := range tools {
+		if err := t.ready(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // artifact returns the module bytes a source names.
 func (a *Adapter) artifact(src *plugin.Source) ([]byte, string, error) {
 	switch {

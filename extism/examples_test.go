@@ -51,6 +51,11 @@ func exampleHost(t *testing.T, example string, setup func(dir string)) *plugin.H
 			t.Fatal(err)
 		}
 	}
+	// Compilation runs in the background; under -race on a busy machine it
+	// can take longer than the tools' timeouts.
+	if err := a.Ready(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	return h
 }
 

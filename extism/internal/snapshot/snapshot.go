@@ -18,6 +18,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -140,7 +141,7 @@ func Snapshot(ctx context.Context, wasm []byte, opts Options) ([]byte, *Report, 
 	if err != nil {
 		return nil, rep, err
 	}
-	out, err := rewrite(m, mi, state, rep)
+	out, err := rewrite(m, mi, state, rep, append([]string{}, opts.Preopens...))
 	if err != nil {
 		return nil, rep, fmt.Errorf("snapshot: %w", err)
 	}
@@ -688,7 +689,7 @@ func (rec *recorder) randomBytes(imp string, n int) []byte {
 
 // rewrite writes the snapshot module: memory image as data, globals as
 // constants, initialiser replaced by an empty function, start removed.
-func rewrite(m *wasmbin.Module, mi *moduleInfo, st *state, rep *Report) ([]byte, error) {
+func rewrite(m *wasmbin.Module, mi *moduleInfo, st *state, rep *Report, preopens []string) ([]byte, error) {
 	// Globals.
 	if len(mi.globals) > 0 {
 		globals := slices.Clone(mi.globals)
@@ -772,7 +773,52 @@ func rewrite(m *wasmbin.Module, mi *moduleInfo, st *state, rep *Report) ([]byte,
 	}
 	m.Set(wasmbin.SectionExport, wasmbin.EncodeExports(exports))
 	m.Remove(func(s wasmbin.Section) bool { return s.ID == wasmbin.SectionStart })
+
+	// Record what the snapshot assumed, for hosts to check (Describe).
+	info, err := json.Marshal(Info{Version: Version, InitExport: mi.initName, Preopens: preopens})
+	if err != nil {
+		return nil, err
+	}
+	m.Sections = append(m.Sections, wasmbin.Section{ID: wasmbin.SectionCustom, Data: append(wasmbin.AppendName(nil, infoSection), info...)})
 	return m.Encode(), nil
+}
+
+// infoSection is the custom section a snapshot records its assumptions in.
+const infoSection = "toolhost.snapshot"
+
+// Info is what a snapshot module records about how it was made.
+type Info struct {
+	Version    string   `json:"version"`
+	InitExport string   `json:"init_export"`
+	Preopens   []string `json:"preopens"`
+}
+
+// Describe returns the Info recorded in a snapshot module (it survives fuel
+// instrumentation), and false for a module that is not a snapshot. Hosts
+// must give every instance of a snapshot exactly Info.Preopens, in order:
+// the guest resolves paths with the directory list it saw while
+// snapshotting, so a different list would send its file operations to the
+// wrong directories.
+func Describe(wasm []byte) (*Info, bool) {
+	m, err := wasmbin.Parse(wasm)
+	if err != nil {
+		return nil, false
+	}
+	for _, s := range m.Sections {
+		if s.CustomName() != infoSection {
+			continue
+		}
+		r := wasmbin.NewReader(s.Data)
+		if _, err := r.Name(); err != nil {
+			return nil, false
+		}
+		var info Info
+		if json.Unmarshal(s.Data[r.Pos():], &info) != nil {
+			return nil, false
+		}
+		return &info, true
+	}
+	return nil, false
 }
 
 func constExpr(t byte, v uint64) []byte {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,12 @@ func TestGoGuestBehavesTheSame(t *testing.T) {
 	}
 	if rep.InitExport != "_initialize" || rep.MemoryPages == 0 || rep.DataBytes == 0 || rep.Globals == 0 {
 		t.Fatalf("report %+v", rep)
+	}
+	if info, ok := Describe(snap); !ok || info.Version != Version || !slices.Equal(info.Preopens, []string{"/data"}) || info.InitExport != "_initialize" {
+		t.Fatalf("Describe = %+v, %v", info, ok)
+	}
+	if _, ok := Describe(orig); ok {
+		t.Fatal("Describe finds a snapshot in the original")
 	}
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "in.txt"), []byte("hello, snapshot"), 0o600); err != nil {
