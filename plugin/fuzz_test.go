@@ -120,3 +120,81 @@ func FuzzTruncate(f *testing.F) {
 		checkTruncated(t, s, got, max, omitted)
 	})
 }
+
+// FuzzToolOutput feeds arbitrary text and structured content through the
+// output half of the pipeline (output checks, redaction, truncation) as a
+// tool holding a secret returns them. The host must not panic, must answer
+// with success, OUTPUT_INVALID or LIMIT_EXCEEDED (output), must produce a
+// result that encodes as JSON, and the secret's value must not survive in
+// it, however the output spells it.
+func FuzzToolOutput(f *testing.F) {
+	const secret = "s3cr3t-XYZ"
+	for _, seed := range []struct {
+		text       string
+		structured []byte
+	}{
+		{"plain", nil},
+		{"key " + secret, []byte(`{"k":"` + secret + `"}`)},
+		{`{"a":1}`, nil},
+		{"", []byte(`{"s3cr3t\u002dXYZ":"s3cr3t\u002dXYZ"}`)},
+		{"", []byte(`{"a":`)},
+		{"", []byte(`[1,2,{"x":"s3cr3t-XYZ"}]`)},
+		{strings.Repeat("line "+secret+"\n", 500), nil},
+		{"\xff\xfe" + secret, []byte(`"\ud800"`)},
+	} {
+		f.Add(seed.text, seed.structured)
+	}
+	h, err := plugin.NewHost(plugin.Options{
+		Grants:  plugin.Capabilities{Secrets: []string{"KEY"}},
+		Secrets: plugin.SecretFunc(func(context.Context, string) (string, error) { return secret, nil }),
+	})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer h.Close()
+	type output struct {
+		text       string
+		structured []byte
+	}
+	outputs := make(chan output, 1)
+	tool := fn(`{"type":"object"}`, func(context.Context, *plugin.Request) (*plugin.Result, error) {
+		o := <-outputs
+		res := &plugin.Result{StructuredContent: o.structured}
+		if o.text != "" {
+			res.Content = []plugin.Content{plugin.Text(o.text)}
+		}
+		return res, nil
+	})
+	limits := plugin.Limits{Preview: 256, Output: 64 << 10}
+	caps := plugin.Capabilities{Secrets: []string{"KEY"}}
+	if err := h.Register(plugin.Spec{Name: "free", Capabilities: caps, Limits: limits}, tool); err != nil {
+		f.Fatal(err)
+	}
+	if err := h.Register(plugin.Spec{Name: "typed", Capabilities: caps, Limits: limits, OutputSchema: json.RawMessage(`{"type":"object"}`)}, tool); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, text string, structured []byte) {
+		for _, name := range []string{"free", "typed"} {
+			outputs <- output{text, structured}
+			c := plugin.Call{Name: name}
+			res, err := h.Invoke(context.Background(), c)
+			checkResult(t, c, res, err)
+			switch res.Code {
+			case "", plugin.CodeOutputInvalid:
+			case plugin.CodeLimitExceeded:
+				if res.Limit != "output" {
+					t.Fatalf("LIMIT_EXCEEDED %q", res.Limit)
+				}
+			default:
+				t.Fatalf("%s: code %s: %v", name, res.Code, err)
+			}
+			b, merr := json.Marshal(res)
+			if merr != nil {
+				t.Fatalf("%s: the result cannot be encoded: %v", name, merr)
+			}
+			if strings.Contains(string(b), secret) || strings.Contains(res.TextContent(), secret) {
+				t.Fatalf("%s: the secret survived: %s", name, b)
+			}
+		}
+	})
+}
