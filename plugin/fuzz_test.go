@@ -198,3 +198,43 @@ func FuzzToolOutput(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseHostRule: a rule that parses prints back to itself and covers
+// itself.
+func FuzzParseHostRule(f *testing.F) {
+	for _, s := range []string{"example.com", "*.example.com:443", "[::1]:8080", "::1", "127.0.0.1", "a:b:c", "*", "[x]:1", "Ex.COM."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := plugin.ParseHostRule(s)
+		if err != nil {
+			return
+		}
+		again, err := plugin.ParseHostRule(r.String())
+		if err != nil || again != r {
+			t.Fatalf("%q parsed to %+v, whose String %q parses to %+v, %v", s, r, r.String(), again, err)
+		}
+		if !r.Covers(r) {
+			t.Fatalf("%+v does not cover itself", r)
+		}
+	})
+}
+
+// FuzzParseSize: sizes are never negative and FormatSize round-trips.
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"0", "512B", "64KiB", "1.5MiB", "10MB", "-1", "1e3", "NaN", "9223372036854775807"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := plugin.ParseSize(s)
+		if err != nil {
+			return
+		}
+		if n < 0 {
+			t.Fatalf("ParseSize(%q) = %d", s, n)
+		}
+		if back, err := plugin.ParseSize(plugin.FormatSize(n)); err != nil || back != n {
+			t.Fatalf("ParseSize(FormatSize(%d)) = %d, %v", n, back, err)
+		}
+	})
+}
