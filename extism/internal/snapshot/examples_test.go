@@ -121,6 +121,9 @@ func TestExamplesFromSnapshotAndWithFuel(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if _, ok := Describe(snapFuel); !ok {
+					t.Fatal("the snapshot's record did not survive fuel instrumentation")
+				}
 				variants["snapshot"] = struct {
 					wasm    []byte
 					metered bool
