@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -79,6 +81,18 @@ func benchWorkspace(b *testing.B) (configFile, workspace string) {
 		}
 	}
 	must(os.WriteFile(configFile, cfg, 0o600))
+	// The configuration may mount directories of the repository's
+	// workspace (say workspace/kb): give the copy the same folders.
+	filepath.WalkDir("../workspace", func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		rel, _ := filepath.Rel("../workspace", p)
+		if strings.HasPrefix(rel, ".") && rel != "." {
+			return filepath.SkipDir
+		}
+		return os.MkdirAll(filepath.Join(workspace, rel), 0o755)
+	})
 	must(os.MkdirAll(filepath.Join(workspace, "dir"), 0o755))
 	raw := make([]byte, 3072)
 	rand.Read(raw)
@@ -107,6 +121,8 @@ func BenchmarkFilesystem(b *testing.B) {
 
 	hostCmd := exec.Command(host, "serve", "--stdio", "--config", configFile)
 	hostCmd.Dir = filepath.Dir(configFile)
+	var hostErr bytes.Buffer
+	hostCmd.Stderr = &hostErr
 	peers := []benchPeer{
 		{name: "toolhost", cmd: hostCmd,
 			read: &sdk.CallToolParams{Name: "filesystem_read", Arguments: map[string]any{"path": "file4k.txt"}},
@@ -119,7 +135,7 @@ func BenchmarkFilesystem(b *testing.B) {
 	for _, p := range peers {
 		cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "0"}, nil).Connect(ctx, &sdk.CommandTransport{Command: p.cmd}, nil)
 		if err != nil {
-			b.Fatalf("%s: %v", p.name, err)
+			b.Fatalf("%s: %v\n%s", p.name, err, hostErr.String())
 		}
 		names := map[string]bool{}
 		for t, err := range cs.Tools(ctx, nil) {
