@@ -1,9 +1,12 @@
 package extism
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/toolhost/toolhost/plugin"
 )
@@ -27,8 +30,11 @@ type listToolsOutput struct {
 // wireContent is one content item as a guest writes it: image and audio
 // data are base64 strings, as in MCP.
 type wireContent struct {
-	Type     string          `json:"type"`
-	Text     string          `json:"text,omitempty"`
+	Type string `json:"type"`
+	Text string `json:"text,omitempty"`
+	// TextRef, on the fast I/O path, points at the text in the raw bytes
+	// after the JSON line: [offset, length].
+	TextRef  *[2]int64       `json:"textRef,omitempty"`
 	Data     string          `json:"data,omitempty"`
 	MIMEType string          `json:"mimeType,omitempty"`
 	URI      string          `json:"uri,omitempty"`
@@ -55,9 +61,20 @@ var guestCodes = map[plugin.Code]bool{
 	plugin.CodeToolExecutionTimeout: true,
 }
 
+// splitFast splits fast-path output (docs/wasm.md) into its JSON line and
+// the raw bytes after it. Output without a newline after a complete JSON
+// value is all JSON.
+func splitFast(out []byte) (head, tail []byte) {
+	i := bytes.IndexByte(out, '\n')
+	if i < 0 || !json.Valid(out[:i]) {
+		return out, nil
+	}
+	return out[:i], out[i+1:]
+}
+
 // decodeCallToolOutput turns guest output into a Result, or explains what is
-// wrong with it.
-func decodeCallToolOutput(out []byte) (*plugin.Result, error) {
+// wrong with it. tail holds the raw bytes that textRef items point into.
+func decodeCallToolOutput(out, tail []byte) (*plugin.Result, error) {
 	var w callToolOutput
 	if err := json.Unmarshal(out, &w); err != nil {
 		return nil, fmt.Errorf("call_tool output is not a JSON CallToolResult: %v", err)
@@ -79,6 +96,17 @@ func decodeCallToolOutput(out []byte) (*plugin.Result, error) {
 		pc := plugin.Content{Type: c.Type, Text: c.Text, MIMEType: c.MIMEType, URI: c.URI, Name: c.Name}
 		switch c.Type {
 		case "text":
+			if r := c.TextRef; r != nil {
+				if r[0] < 0 || r[1] < 0 || r[0]+r[1] > int64(len(tail)) {
+					return nil, fmt.Errorf("call_tool output: content[%d].textRef %v is outside the %d raw bytes", i, *r, len(tail))
+				}
+				b := tail[r[0] : r[0]+r[1]]
+				if utf8.Valid(b) {
+					pc.Text = string(b)
+				} else {
+					pc.Text = strings.ToValidUTF8(string(b), "\uFFFD")
+				}
+			}
 		case "image", "audio":
 			b, err := base64.StdEncoding.DecodeString(c.Data)
 			if err != nil {

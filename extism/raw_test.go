@@ -86,3 +86,45 @@ func TestStructuredOutput(t *testing.T) {
 		t.Fatalf("typed: %v %v", res, err)
 	}
 }
+
+func TestFastOutput(t *testing.T) {
+	t.Run("large text outside the JSON", func(t *testing.T) {
+		sp := guestSpec("hostile", "blob")
+		res, err := call(t, load(t, sp), &sp, map[string]any{"n": 3 << 20}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.TextContent(); len(got) != 3<<20 || strings.Trim(got, "y") != "" {
+			t.Fatalf("got %d bytes", len(got))
+		}
+	})
+	t.Run("secrets redacted from raw text", func(t *testing.T) {
+		sp := guestSpec("hostile", "echo")
+		long := strings.Repeat("pad ", 2000) + "token=hunter2-secret " + strings.Repeat("pad ", 2000)
+		res, err := call(t, load(t, sp), &sp, map[string]any{"text": long}, map[string]string{"PW": "hunter2-secret"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(res.TextContent(), "hunter2-secret") || !strings.Contains(res.TextContent(), "[REDACTED:PW]") {
+			t.Fatalf("secret not redacted from %d bytes of output", len(res.TextContent()))
+		}
+	})
+	for _, tc := range []struct{ name, out string }{
+		{"ref past the end", "{\"content\":[{\"type\":\"text\",\"textRef\":[0,10]}]}\nabc"},
+		{"negative ref", "{\"content\":[{\"type\":\"text\",\"textRef\":[-1,2]}]}\nabc"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			head, tail := splitFast([]byte(tc.out))
+			if _, err := decodeCallToolOutput(head, tail); err == nil {
+				t.Fatal("accepted")
+			}
+		})
+	}
+	t.Run("invalid UTF-8 in raw text", func(t *testing.T) {
+		head, tail := splitFast([]byte("{\"content\":[{\"type\":\"text\",\"textRef\":[0,3]}]}\na\xffb"))
+		res, err := decodeCallToolOutput(head, tail)
+		if err != nil || res.Content[0].Text != "a\uFFFDb" {
+			t.Fatalf("%+v %v", res, err)
+		}
+	})
+}

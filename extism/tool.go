@@ -262,7 +262,7 @@ func (t *wasmTool) describe(ctx context.Context) error {
 	if err := t.ready(ctx); err != nil {
 		return err
 	}
-	out, _, err := t.run(ctx, nil, exportListTools, []byte(`{}`))
+	out, _, _, err := t.run(ctx, nil, exportListTools, []byte(`{}`))
 	if err != nil {
 		return fmt.Errorf("list_tools: %w", err)
 	}
@@ -317,7 +317,7 @@ func (t *wasmTool) Call(ctx context.Context, req *plugin.Request) (*plugin.Resul
 		}
 		input = b
 	}
-	out, used, err := t.run(ctx, req, export, input)
+	out, fromStdout, used, err := t.run(ctx, req, export, input)
 	if err != nil {
 		var ge *guestError
 		if errors.As(err, &ge) {
@@ -325,12 +325,12 @@ func (t *wasmTool) Call(ctx context.Context, req *plugin.Request) (*plugin.Resul
 		}
 		return nil, t.wrap(ctx, err)
 	}
-	out = req.Secrets.RedactBytes(out)
 	var meta *plugin.Meta
 	if used > 0 {
 		meta = &plugin.Meta{Fuel: used}
 	}
 	if t.mode == modeRaw {
+		out = req.Secrets.RedactBytes(out)
 		res := &plugin.Result{Content: []plugin.Content{plugin.Text(string(out))}, Meta: meta}
 		if len(t.desc.OutputSchema) > 0 {
 			if !json.Valid(out) || len(out) == 0 || out[0] != '{' {
@@ -341,11 +341,21 @@ func (t *wasmTool) Call(ctx context.Context, req *plugin.Request) (*plugin.Resul
 		}
 		return res, nil
 	}
-	res, err := decodeCallToolOutput(out)
+	var tail []byte
+	if fromStdout {
+		out, tail = splitFast(out)
+	}
+	res, err := decodeCallToolOutput(out, tail)
 	if err != nil {
 		return nil, &plugin.Error{Code: plugin.CodeOutputInvalid, Tool: t.spec.Name, Message: err.Error()}
 	}
 	res.Meta = meta
+	// Secrets are redacted after decoding, so that the fast path's raw
+	// offsets stay valid.
+	for i := range res.Content {
+		res.Content[i].Text = req.Secrets.Redact(res.Content[i].Text)
+	}
+	res.StructuredContent = req.Secrets.RedactBytes(res.StructuredContent)
 	if res.IsError && res.Code == "" {
 		res.Code = plugin.CodeToolExecutionFailed
 	}
@@ -401,9 +411,10 @@ type callResult struct {
 	err error
 }
 
-// run calls export in a fresh instance and returns its output and the fuel
-// it used. req is nil for the host's own calls (list_tools).
-func (t *wasmTool) run(ctx context.Context, req *plugin.Request, export string, input []byte) ([]byte, uint64, error) {
+// run calls export in a fresh instance and returns its output, whether it
+// came from stdout (the fast path), and the fuel it used. req is nil for the
+// host's own calls (list_tools).
+func (t *wasmTool) run(ctx context.Context, req *plugin.Request, export string, input []byte) ([]byte, bool, uint64, error) {
 	if req == nil {
 		req = &plugin.Request{Name: t.spec.Name, Spec: t.spec, Secrets: plugin.NewSecrets(nil), Log: t.log}
 	}
@@ -421,9 +432,9 @@ func (t *wasmTool) run(ctx context.Context, req *plugin.Request, export string, 
 	if err != nil {
 		var pe *plugin.Error
 		if errors.As(err, &pe) {
-			return nil, 0, err
+			return nil, false, 0, err
 		}
-		return nil, 0, plugin.Errorf(plugin.CodeToolUnavailable, "%v", err)
+		return nil, false, 0, plugin.Errorf(plugin.CodeToolUnavailable, "%v", err)
 	}
 	cctx, cancel := context.WithTimeout(ctx, limits.Timeout)
 	defer cancel()
@@ -463,12 +474,12 @@ func (t *wasmTool) run(ctx context.Context, req *plugin.Request, export string, 
 				t.refillLater()
 			}()
 			if ae := inst.aborted(); ae != nil {
-				return nil, 0, ae
+				return nil, false, 0, ae
 			}
 			if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-				return nil, 0, err
+				return nil, false, 0, err
 			}
-			return nil, 0, plugin.Errorf(plugin.CodeToolExecutionTimeout, "the tool did not finish within %s", limits.Timeout)
+			return nil, false, 0, plugin.Errorf(plugin.CodeToolExecutionTimeout, "the tool did not finish within %s", limits.Timeout)
 		}
 	} else {
 		r.rc, r.out, r.err = inst.p.CallWithContext(gctx, export, input)
@@ -479,56 +490,58 @@ func (t *wasmTool) run(ctx context.Context, req *plugin.Request, export string, 
 	if meter != nil && meter.Used() > 0 {
 		used = uint64(meter.Used())
 	}
-	out, err := t.outcome(ctx, cctx, inst, req, limits, meter, timeCapped, export, r)
-	return out, used, err
+	out, fromStdout, err := t.outcome(ctx, cctx, inst, req, limits, meter, timeCapped, export, r)
+	return out, fromStdout, used, err
 }
 
-// outcome turns what a guest call returned into output or an error.
-func (t *wasmTool) outcome(ctx, cctx context.Context, inst *instance, req *plugin.Request, limits plugin.Limits, meter *fuel.Meter, timeCapped bool, export string, r callResult) ([]byte, error) {
+// outcome turns what a guest call returned into output (and whether it came
+// from stdout) or an error.
+func (t *wasmTool) outcome(ctx, cctx context.Context, inst *instance, req *plugin.Request, limits plugin.Limits, meter *fuel.Meter, timeCapped bool, export string, r callResult) ([]byte, bool, error) {
 	rc, out, err := r.rc, r.out, r.err
 	if ae := inst.aborted(); ae != nil {
-		return nil, ae
+		return nil, false, ae
 	}
 	if inst.mem.hit.Load() {
-		return nil, plugin.LimitError("memory", "the tool needed more than its %s memory limit", plugin.FormatSize(limits.Memory))
+		return nil, false, plugin.LimitError("memory", "the tool needed more than its %s memory limit", plugin.FormatSize(limits.Memory))
 	}
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, ctx.Err()
+			return nil, false, ctx.Err()
 		}
 		if errors.Is(err, fuel.ErrExhausted) || (meter != nil && meter.Exhausted()) {
 			if timeCapped {
-				return nil, plugin.Errorf(plugin.CodeToolExecutionTimeout, "the tool did not finish within %s", limits.Timeout)
+				return nil, false, plugin.Errorf(plugin.CodeToolExecutionTimeout, "the tool did not finish within %s", limits.Timeout)
 			}
-			return nil, plugin.LimitError("fuel", "the tool ran out of fuel (%d instructions)", meter.Budget())
+			return nil, false, plugin.LimitError("fuel", "the tool ran out of fuel (%d instructions)", meter.Budget())
 		}
 		var exit *sys.ExitError
 		if cctx.Err() != nil || (errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded) {
-			return nil, plugin.Errorf(plugin.CodeToolExecutionTimeout, "the tool did not finish within %s", limits.Timeout)
+			return nil, false, plugin.Errorf(plugin.CodeToolExecutionTimeout, "the tool did not finish within %s", limits.Timeout)
 		}
 		msg := err.Error()
 		switch {
 		case strings.Contains(msg, "Variable store is full"):
-			return nil, plugin.LimitError("var_size", "the tool's variables exceed the %s limit", plugin.FormatSize(limits.VarSize))
+			return nil, false, plugin.LimitError("var_size", "the tool's variables exceed the %s limit", plugin.FormatSize(limits.VarSize))
 		case errors.As(err, &exit):
-			return nil, plugin.Errorf(plugin.CodeToolExecutionFailed, "the tool exited with code %d%s", exit.ExitCode(), inst.stderr.tail())
+			return nil, false, plugin.Errorf(plugin.CodeToolExecutionFailed, "the tool exited with code %d%s", exit.ExitCode(), inst.stderr.tail())
 		case strings.Contains(msg, "wasm error") || strings.Contains(msg, "wasm stack trace") || strings.Contains(msg, "recovered by wazero"):
-			return nil, plugin.Errorf(plugin.CodeToolExecutionFailed, "the tool crashed: %s%s", req.Secrets.Redact(firstLine(msg)), inst.stderr.tail())
+			return nil, false, plugin.Errorf(plugin.CodeToolExecutionFailed, "the tool crashed: %s%s", req.Secrets.Redact(firstLine(msg)), inst.stderr.tail())
 		case strings.HasPrefix(msg, "unknown function"), strings.HasPrefix(msg, "module is closed"):
-			return nil, plugin.Errorf(plugin.CodeToolExecutionFailed, "%s", msg)
+			return nil, false, plugin.Errorf(plugin.CodeToolExecutionFailed, "%s", msg)
 		}
-		return nil, &guestError{msg: msg}
+		return nil, false, &guestError{msg: msg}
 	}
 	if rc != 0 {
-		return nil, &guestError{msg: fmt.Sprintf("%s returned status %d%s", export, rc, inst.stderr.tail())}
+		return nil, false, &guestError{msg: fmt.Sprintf("%s returned status %d%s", export, rc, inst.stderr.tail())}
 	}
+	fromStdout := false
 	if len(out) == 0 && inst.stdout.buf.Len() > 0 {
-		out = inst.stdout.buf.Bytes()
+		out, fromStdout = inst.stdout.buf.Bytes(), true
 	}
 	if int64(len(out)) > limits.Output {
-		return nil, plugin.LimitError("output", "the tool's output (%s) exceeds the %s output limit", plugin.FormatSize(int64(len(out))), plugin.FormatSize(limits.Output))
+		return nil, false, plugin.LimitError("output", "the tool's output (%s) exceeds the %s output limit", plugin.FormatSize(int64(len(out))), plugin.FormatSize(limits.Output))
 	}
-	return out, nil
+	return out, fromStdout, nil
 }
 
 func firstLine(s string) string {

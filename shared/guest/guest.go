@@ -217,6 +217,7 @@ func warmUp() {
 	_ = json.Unmarshal([]byte(`{"params":{"name":"","arguments":{},"answers":{"x":true}}}`), &req)
 	_, _ = json.Marshal(&Result{Content: []Content{{Type: "text", Text: "x"}}, StructuredContent: json.RawMessage(`{}`), NeedsInput: &Question{}})
 	_ = ListTools()
+	_, _ = EncodeFast(&Result{Content: []Content{{Type: "text", Text: string(make([]byte, rawTextMin))}}})
 }
 
 type descriptor struct {
@@ -262,6 +263,14 @@ var ErrUnknownTool = errors.New("unknown tool")
 // returns the call_tool output. An error means the call could not run at
 // all; a tool's own failure is a Result with IsError.
 func CallTool(input []byte) ([]byte, error) {
+	res, err := callTool(input)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(res)
+}
+
+func callTool(input []byte) (*Result, error) {
 	var req struct {
 		Params Call `json:"params"`
 	}
@@ -282,5 +291,59 @@ func CallTool(input []byte) ([]byte, error) {
 	if res.Content == nil {
 		res.Content = []Content{}
 	}
-	return json.Marshal(res)
+	return res, nil
+}
+
+// rawTextMin is the size from which a text item travels outside the JSON
+// on the fast path: escaping a large string in the guest costs far more
+// than moving its bytes.
+const rawTextMin = 4 << 10
+
+// wireContent is a content item on the fast path: a large text is replaced
+// by a reference into the raw bytes after the JSON line.
+type wireContent struct {
+	Content
+	TextRef *[2]int `json:"textRef,omitempty"`
+}
+
+type wireResult struct {
+	Content           []wireContent   `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+	IsError           bool            `json:"isError,omitempty"`
+	NeedsInput        *Question       `json:"needsInput,omitempty"`
+	Code              string          `json:"code,omitempty"`
+}
+
+// EncodeFast encodes a result for the fast I/O path (docs/wasm.md): one
+// line of JSON, then a newline, then the raw bytes of every large text item,
+// which the JSON references as "textRef": [offset, length]. A result with no
+// large text is plain JSON.
+func EncodeFast(res *Result) ([]byte, error) {
+	big := 0
+	for _, c := range res.Content {
+		if c.Type == "text" && len(c.Text) >= rawTextMin {
+			big += len(c.Text)
+		}
+	}
+	if big == 0 {
+		return json.Marshal(res)
+	}
+	w := wireResult{StructuredContent: res.StructuredContent, IsError: res.IsError, NeedsInput: res.NeedsInput, Code: res.Code}
+	tail := make([]byte, 0, big)
+	for _, c := range res.Content {
+		wc := wireContent{Content: c}
+		if c.Type == "text" && len(c.Text) >= rawTextMin {
+			wc.TextRef = &[2]int{len(tail), len(c.Text)}
+			tail = append(tail, c.Text...)
+			wc.Text = ""
+		}
+		w.Content = append(w.Content, wc)
+	}
+	head, err := json.Marshal(w)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(head)+1+len(tail))
+	out = append(append(append(out, head...), '\n'), tail...)
+	return out, nil
 }

@@ -59,7 +59,17 @@ func listToolsExport() int32 {
 //go:wasmexport call_tool
 func callToolExport() int32 {
 	fast := fastIO()
-	out, err := CallTool(input(fast))
+	res, err := callTool(input(fast))
+	if err != nil {
+		pdk.SetError(err)
+		return 1
+	}
+	var out []byte
+	if fast {
+		out, err = EncodeFast(res)
+	} else {
+		out, err = json.Marshal(res)
+	}
 	if err != nil {
 		pdk.SetError(err)
 		return 1

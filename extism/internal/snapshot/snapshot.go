@@ -83,7 +83,10 @@ type Options struct {
 	// directories themselves are not opened, only their names are shown.
 	Preopens []string
 	// RuntimeConfig is the wazero configuration of the initialisation run;
-	// nil uses wazero's default. Use it to enable features the module needs.
+	// nil uses wazero's interpreter, which starts much faster than its
+	// compiler on a large module run only once (a Go runtime initialises in
+	// well under a million instructions). Use it to enable features the
+	// module needs.
 	// Snapshot always adds close-on-context-done, so that the context's
 	// deadline stops an initialiser that does not finish, and a memory limit.
 	RuntimeConfig wazero.RuntimeConfig
@@ -347,7 +350,7 @@ type state struct {
 func run(ctx context.Context, wasm []byte, mi *moduleInfo, opts Options, rep *Report) (*state, error) {
 	cfg := opts.RuntimeConfig
 	if cfg == nil {
-		cfg = wazero.NewRuntimeConfig()
+		cfg = wazero.NewRuntimeConfigInterpreter()
 	}
 	pages := opts.MaxMemoryPages
 	if pages == 0 {
