@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -48,7 +47,7 @@ func (s *nodeServer) URL() string { return fmt.Sprintf("http://127.0.0.1:%d/mcp"
 
 // Kill kills the server at once (SIGKILL) and waits for it.
 func (s *nodeServer) Kill() {
-	s.cmd.Process.Signal(syscall.SIGKILL)
+	s.cmd.Process.Kill()
 	<-s.done
 }
 
@@ -61,7 +60,7 @@ func startEverything(t testing.TB, port int) *nodeServer {
 	preload, _ := filepath.Abs("testdata/loopback.cjs")
 	cmd := exec.Command("node", "--require", preload, entry, "streamableHttp")
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownGroup(cmd)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +81,7 @@ func startEverything(t testing.TB, port int) *nodeServer {
 	}()
 	go func() { cmd.Wait(); close(s.done) }()
 	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		killTree(cmd)
 		<-s.done
 	})
 	select {

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -31,7 +30,7 @@ func startEverything(t *testing.T) int {
 	preload, _ := filepath.Abs("../../mcp/testdata/loopback.cjs")
 	cmd := exec.Command("node", "--require", preload, entry, "streamableHttp")
 	cmd.Env = append(os.Environ(), "PORT=0")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownGroup(cmd)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +41,7 @@ func startEverything(t *testing.T) int {
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		killTree(cmd)
 		<-done
 	})
 	ports := make(chan int, 1)
