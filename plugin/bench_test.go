@@ -76,6 +76,40 @@ func BenchmarkInvokeAudited(b *testing.B) {
 	}
 }
 
+// BenchmarkInvokeTrivialSchema is BenchmarkInvoke with an input schema
+// that only asks for an object: the pipeline without the cost of
+// validating fields.
+func BenchmarkInvokeTrivialSchema(b *testing.B) {
+	h := newHost(b, plugin.Options{})
+	res := &plugin.Result{Content: []plugin.Content{plugin.Text("ok")}}
+	mustRegister(b, h, plugin.Spec{Name: "noop", Tier: plugin.TierReadOnly}, fn(`{"type":"object"}`, func(context.Context, *plugin.Request) (*plugin.Result, error) {
+		return res, nil
+	}))
+	ctx := context.Background()
+	c := plugin.Call{Name: "noop", Arguments: benchArgs}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := h.Invoke(ctx, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkValidateArguments is the input validation alone (decode and
+// validate against benchSchema), the largest part of BenchmarkInvoke.
+func BenchmarkValidateArguments(b *testing.B) {
+	s, err := plugin.CompileSchema(json.RawMessage(benchSchema))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.ValidateJSON(benchArgs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkRawCall is the baseline: the same tool's Call, directly, with a
 // ready Request. BenchmarkInvoke / BenchmarkRawCall is the pipeline's cost
 // relative to the call it wraps.

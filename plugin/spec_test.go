@@ -423,3 +423,24 @@ func TestValidToolName(t *testing.T) {
 		}
 	}
 }
+
+func TestSchemaAcceptingAnyObject(t *testing.T) {
+	for _, schema := range []string{
+		`{"type":"object"}`,
+		`{"type":"object","description":"no arguments","title":"T","$schema":"https://json-schema.org/draft/2020-12/schema"}`,
+		`{"type":"object","properties":{"a":{"type":"string"}}}`, // constrains: the full path
+	} {
+		s, err := plugin.CompileSchema([]byte(schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for doc, ok := range map[string]bool{`{}`: true, ` {"b":[1,{"c":null}]} `: true, `[]`: false, `"x"`: false, `{`: false, `{} {}`: false, `null`: false} {
+			if err := s.ValidateJSON([]byte(doc)); (err == nil) != ok {
+				t.Errorf("%s: ValidateJSON(%s) = %v, want ok %v", schema, doc, err, ok)
+			}
+		}
+		if err := s.ValidateJSON([]byte(`{"a":1}`)); (err == nil) != !strings.Contains(schema, "properties") {
+			t.Errorf("%s: ValidateJSON({\"a\":1}) = %v", schema, err)
+		}
+	}
+}
