@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -197,6 +199,9 @@ func startHTTPHost(t *testing.T, extra ...string) (url string, cmd *exec.Cmd) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		if cmd.ProcessState != nil {
+			return // the test waited for it
+		}
 		cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan struct{})
 		go func() { cmd.Wait(); close(done) }()
@@ -262,5 +267,35 @@ func TestServeFlags(t *testing.T) {
 		if r.code != exitUsage || r.stderr == "" {
 			t.Errorf("%v: exit %d, stderr %q", args, r.code, r.stderr)
 		}
+	}
+}
+
+// SIGTERM stops host serve --http cleanly (exit 0) and promptly.
+func TestServeStopsOnSignal(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no SIGTERM on windows")
+	}
+	url, cmd := startHTTPHost(t)
+	resp, err := http.Post(url, "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatalf("host serve --http not answering: %v", err)
+	}
+	resp.Body.Close()
+	start := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("host serve exited with %v after SIGTERM", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("host serve did not stop within 15s of SIGTERM")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("stopping an idle server took %s", d)
 	}
 }
