@@ -158,8 +158,10 @@ type stopper interface{ stopAll() }
 
 var _ plugin.Adapter = (*Adapter)(nil)
 
-// New returns an adapter. On Linux it makes the host a child subreaper
-// (process-wide) and probes which hardening the kernel offers; see Report.
+// New returns an adapter. On Linux it probes which hardening the kernel
+// offers (see Report), creates the adapter's pids cgroup, and, only where
+// plugins cannot get a PID namespace, makes the host a child subreaper
+// (process-wide, for good).
 func New(cfg Config) (*Adapter, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -175,7 +177,15 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	if cfg.NoPIDNamespace && a.hard.PIDNamespace {
 		a.hard.PIDNamespace = false
-		a.hard.Missing = append(a.hard.Missing, "PID namespaces disabled by configuration: if the host is SIGKILLed, plugin descendants (not the plugins) can outlive it")
+		a.hard.Missing = append(a.hard.Missing, "PID namespaces disabled by configuration: orphans are found by process group and cgroup instead")
+	}
+	if a.hard.Supported && !a.hard.PIDNamespace {
+		// Without a PID namespace, orphans would re-parent to init: keep
+		// them as the host's children instead (process-wide, for good).
+		a.hard.Subreaper = becomeSubreaper() == nil
+		if !a.hard.Subreaper {
+			a.hard.Missing = append(a.hard.Missing, "cannot become child subreaper: orphaned plugin descendants re-parent to init (the kill still finds them by process group and cgroup)")
+		}
 	}
 	return a, nil
 }

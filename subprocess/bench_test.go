@@ -97,11 +97,29 @@ func BenchmarkWarmCall(b *testing.B) {
 	})
 }
 
+// BenchmarkColdStart starts the example git plugin (a small plugin binary)
+// raw and through the shim; the shim is the test binary, as the host binary
+// is in production.
 func BenchmarkColdStart(b *testing.B) {
+	bin := buildGitPlugin(b)
 	b.Run("raw", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			c, _ := rawClient(b, "bench-raw")
+			c := goplugin.NewClient(&goplugin.ClientConfig{
+				HandshakeConfig:  shared.Handshake,
+				Plugins:          shared.PluginSet(),
+				Cmd:              exec.Command(bin),
+				AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+				AutoMTLS:         true,
+				Logger:           hclog.NewNullLogger(),
+			})
+			rpc, err := c.Client()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := rpc.Dispense(shared.PluginName); err != nil {
+				b.Fatal(err)
+			}
 			b.StopTimer()
 			c.Kill()
 			b.StartTimer()
@@ -109,26 +127,63 @@ func BenchmarkColdStart(b *testing.B) {
 	})
 	b.Run("toolhost", func(b *testing.B) {
 		a := benchAdapter(b)
-		spec := testSpec(testPluginSum(), "echo", "serve", "bench-toolhost")
-		spec.InputSchema = json.RawMessage(`{"type":"object"}`) // Load starts nothing
-		tool, err := a.Load(context.Background(), spec)
+		sum, err := FileSHA256(bin)
+		if err != nil {
+			b.Fatal(err)
+		}
+		spec := &plugin.Spec{Name: "git_log", Source: plugin.Source{Kind: Kind, Path: bin, SHA256: sum, Tool: "git_log"},
+			Capabilities: plugin.Capabilities{Subprocess: true}, InputSchema: json.RawMessage(`{"type":"object"}`)}
+		tool, err := a.Load(context.Background(), spec) // starts nothing: the spec has the schema
 		if err != nil {
 			b.Fatal(err)
 		}
 		pt := tool.(*pluginTool)
-		ctx := context.Background()
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			p, err := pt.start(ctx) // shim, cgroup, rlimits, Landlock, seccomp, exec, handshake
-			if err != nil {
-				b.Fatal(err)
+		for _, warm := range []bool{true, false} {
+			name := "warm-shim"
+			if !warm {
+				name = "cold-shim"
 			}
-			b.StopTimer()
-			p.stop(0)
-			b.StartTimer()
+			b.Run(name, func(b *testing.B) {
+				ctx := context.Background()
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					pt.mu.Lock()
+					if warm {
+						waitSpare(b, pt)
+					} else {
+						pt.dropSpare()
+					}
+					b.StartTimer()
+					// pin check, cgroup, shim, rlimits, Landlock, seccomp, exec, handshake
+					p, err := pt.start(ctx)
+					if !warm {
+						pt.dropSpare() // start warmed one: not for this run
+					}
+					pt.mu.Unlock()
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.StopTimer()
+					p.stop(0)
+					b.StartTimer()
+				}
+			})
 		}
 	})
+}
+
+// waitSpare waits (t.mu held) until the tool has a warm shim.
+func waitSpare(b *testing.B, t *pluginTool) {
+	if t.spare == nil && !t.warming {
+		t.warmSpare()
+	}
+	for t.spare == nil {
+		t.mu.Unlock()
+		time.Sleep(time.Millisecond)
+		t.mu.Lock()
+	}
 }
 
 // BenchmarkKillTree50 measures how long it takes, once the grace period is

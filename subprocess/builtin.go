@@ -293,7 +293,7 @@ func (t *commandTool) run(ctx context.Context, args commandArgs, cwd string, mou
 		removeCgroup(g.cgroup)
 		return nil, plugin.Errorf(plugin.CodeToolUnavailable, "the subprocess adapter is closed")
 	}
-	err = cmd.Start()
+	err = startCmd(cmd)
 	if err == nil {
 		g.root, g.pgid = cmd.Process.Pid, cmd.Process.Pid
 		t.running[g] = struct{}{}

@@ -20,23 +20,34 @@ type Hardening struct {
 	// is in force when it is at least 1.
 	LandlockABI int
 	Landlock    bool
-	// Subreaper: the host is the child subreaper of its descendants.
+	// Subreaper: the host is the child subreaper of its descendants. It is
+	// set only when plugins get no PID namespace: inside one, orphans
+	// re-parent to the plugin (the namespace's init) anyway, and on this
+	// kernel (6.18) a subreaper host killed with SIGKILL left its first
+	// plugin alive in about one run of three — the parent-death signal did
+	// not reach it.
 	Subreaper bool
 	// PIDNamespace: each plugin is the init of its own PID namespace, so the
 	// kernel kills all its descendants when it dies.
 	PIDNamespace bool
 	// PIDsCgroup: each process tree has its own pids cgroup capping its
-	// task count at Config.MaxThreads (set by New; Report alone leaves it
-	// false because it creates no cgroup).
+	// task count at Config.MaxThreads.
 	PIDsCgroup bool
-	// ParentDeathSignal: a plugin gets SIGKILL when the host dies.
+	// ParentDeathSignal: a plugin gets SIGKILL when its shim dies (the
+	// shim forks it from a thread that never exits). The host itself does
+	// not use the parent-death signal: see DiesWithHost.
 	ParentDeathSignal bool
+	// DiesWithHost: each shim holds the read end of a pipe only the host
+	// writes to; at end of file (the host is gone, however it died) the shim
+	// kills its plugin's whole process group and itself.
+	DiesWithHost bool
 	// Missing lists, in words, what is not in force and what follows.
 	Missing []string
 }
 
 // Report probes the platform and returns what the subprocess sandbox can
-// enforce here. On Linux it makes the calling process a child subreaper.
+// enforce here. It changes nothing: New decides on the subreaper and the
+// pids cgroup, and its Adapter.Hardening reports them.
 func Report() Hardening {
 	h := Hardening{OS: runtime.GOOS, Supported: platformSupported}
 	if !platformSupported {
@@ -46,9 +57,10 @@ func Report() Hardening {
 	h.Seccomp = seccompSupported()
 	h.LandlockABI = landlockABI()
 	h.Landlock = h.LandlockABI >= 1
-	h.Subreaper = becomeSubreaper() == nil
 	h.PIDNamespace = pidNamespaceAllowed()
+	h.DiesWithHost = true
 	h.ParentDeathSignal = true
+	h.PIDsCgroup = pidsCgroupAvailable()
 	if !h.Seccomp {
 		h.Missing = append(h.Missing, "seccomp is unavailable: plugins may call setsid, ptrace, mount, unshare, bpf and keyctl")
 	}
@@ -57,11 +69,8 @@ func Report() Hardening {
 	} else if h.LandlockABI < 5 {
 		h.Missing = append(h.Missing, fmt.Sprintf("Landlock ABI %d < 5: some file access rights (truncate, ioctl on devices) are not restricted", h.LandlockABI))
 	}
-	if !h.Subreaper {
-		h.Missing = append(h.Missing, "cannot become child subreaper: orphaned plugin descendants re-parent to init and are found only by process group")
-	}
 	if !h.PIDNamespace {
-		h.Missing = append(h.Missing, "no PID namespaces (needs CAP_SYS_ADMIN): if the host is SIGKILLed, plugin descendants (not the plugins) can outlive it")
+		h.Missing = append(h.Missing, "no PID namespaces (needs CAP_SYS_ADMIN): orphans are found by process group and cgroup instead")
 	}
 	return h
 }
@@ -79,10 +88,14 @@ func (h Hardening) String() string {
 	if h.Supported {
 		fmt.Fprintf(&b, "  seccomp filter:        %s\n", yes(h.Seccomp))
 		fmt.Fprintf(&b, "  landlock:              %s (ABI %d)\n", yes(h.Landlock), h.LandlockABI)
-		fmt.Fprintf(&b, "  child subreaper:       %s\n", yes(h.Subreaper))
+		if h.PIDNamespace {
+			fmt.Fprintf(&b, "  child subreaper:       not needed (orphans stay in the plugin's PID namespace)\n")
+		} else {
+			fmt.Fprintf(&b, "  child subreaper:       %s\n", yes(h.Subreaper))
+		}
 		fmt.Fprintf(&b, "  pid namespace:         %s\n", yes(h.PIDNamespace))
 		fmt.Fprintf(&b, "  pids cgroup:           %s\n", yes(h.PIDsCgroup))
-		fmt.Fprintf(&b, "  parent-death signal:   %s\n", yes(h.ParentDeathSignal))
+		fmt.Fprintf(&b, "  dies with the host:    %s (lifeline pipe)\n", yes(h.DiesWithHost))
 		fmt.Fprintf(&b, "  rlimits:               CPU, DATA, FSIZE, NOFILE, CORE=0 (never AS)\n")
 	}
 	for _, m := range h.Missing {

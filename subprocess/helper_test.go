@@ -281,7 +281,8 @@ func (badJSONServer) CallTool(context.Context, *pluginv1.CallToolRequest) (*plug
 // runTestHost is a host process for TestHostKilled: it loads plugins that
 // start descendants, prints their pids, and waits to be killed.
 func runTestHost(rest []string) {
-	a, err := New(Config{ScratchDir: rest[0], KillGrace: 200 * time.Millisecond})
+	a, err := New(Config{ScratchDir: rest[0], KillGrace: 200 * time.Millisecond,
+		NoPIDNamespace: os.Getenv("TOOLHOST_TEST_NOPIDNS") != ""})
 	if err != nil {
 		fmt.Println("ERROR", err)
 		os.Exit(1)
@@ -410,7 +411,18 @@ func assertNoneLeft(t testing.TB, mark string, d time.Duration) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d processes left behind: %v", len(left), left)
+			var desc []string
+			for _, pid := range left {
+				b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+				var keep []string
+				for _, l := range strings.Split(string(b), "\n") {
+					if strings.HasPrefix(l, "State:") || strings.HasPrefix(l, "PPid:") || strings.HasPrefix(l, "NSpid:") || strings.HasPrefix(l, "SigIgn") {
+						keep = append(keep, strings.Join(strings.Fields(l), " "))
+					}
+				}
+				desc = append(desc, fmt.Sprintf("%d(%s)", pid, strings.Join(keep, "; ")))
+			}
+			t.Fatalf("%d processes left behind: %s", len(left), strings.Join(desc, " "))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // errUnsupportedPlatform is the cause of every refusal off Linux.
@@ -44,25 +45,7 @@ type launchSpec struct {
 // caller sets Stdin/Stdout/Stderr and starts it; on failure to start it must
 // call killTree on the group to remove its cgroup.
 func (a *Adapter) command(ls *launchSpec) (*exec.Cmd, *group, error) {
-	cfg := shimConfig{
-		Exe:        ls.Exe,
-		FD:         -1,
-		Args:       ls.Args,
-		Dir:        ls.Dir,
-		CPUSeconds: ls.CPUSeconds,
-		DataBytes:  ls.DataBytes,
-		FileBytes:  ls.FileBytes,
-		OpenFiles:  ls.OpenFiles,
-		Seccomp:    a.hard.Seccomp,
-		Landlock:   a.hard.Landlock,
-		RWFiles:    []string{"/dev/null", "/dev/zero", "/dev/full"},
-	}
-	cfg.ReadOnly = append(slices.Clone(a.cfg.SystemReadDirs), filepath.Dir(ls.Exe))
-	cfg.ReadOnly = append(cfg.ReadOnly, ls.ReadOnly...)
-	cfg.ReadWrite = append([]string{ls.Scratch}, ls.ReadWrite...)
-	if ls.File != nil {
-		cfg.FD = 3 // the first of ExtraFiles
-	}
+	cfg := a.shimConfig(ls)
 	g := &group{}
 	if a.cgroupParent != "" {
 		dir, err := newCgroup(a.cgroupParent, fmt.Sprintf("t%d", a.seq.Add(1)), a.cfg.MaxThreads)
@@ -80,10 +63,71 @@ func (a *Adapter) command(ls *launchSpec) (*exec.Cmd, *group, error) {
 	cmd.Env = ls.Env
 	cmd.Dir = ls.Dir
 	cmd.SysProcAttr = sysProcAttr(a.hard.PIDNamespace)
-	if ls.File != nil {
-		cmd.ExtraFiles = []*os.File{ls.File}
+	cmd.ExtraFiles = extraFiles(ls.File, &cfg)
+	b, err = json.Marshal(&cfg)
+	if err != nil {
+		removeCgroup(g.cgroup)
+		return nil, nil, err
 	}
+	cmd.Args[2] = string(b)
 	return cmd, g, nil
+}
+
+// extraFiles returns the descriptors a shim inherits after stdio — the
+// verified executable (if any) and the lifeline — and records their numbers
+// in cfg.
+func extraFiles(exe *os.File, cfg *shimConfig) []*os.File {
+	var files []*os.File
+	cfg.FD = -1
+	if exe != nil {
+		files = append(files, exe)
+		cfg.FD = 3
+	}
+	cfg.Lifeline = -1
+	if l := lifeline(); l != nil {
+		cfg.Lifeline = 3 + len(files)
+		files = append(files, l)
+	}
+	return files
+}
+
+var (
+	lifelineOnce sync.Once
+	lifelineR    *os.File
+	lifelineW    *os.File // never closed: it closes when the host dies
+)
+
+// lifeline returns the read end of the host's lifeline pipe, which every
+// shim inherits; nil if the pipe cannot be made.
+func lifeline() *os.File {
+	lifelineOnce.Do(func() {
+		r, w, err := os.Pipe()
+		if err == nil {
+			lifelineR, lifelineW = r, w
+		}
+	})
+	return lifelineR
+}
+
+// shimConfig is what the shim needs to know to run ls.
+func (a *Adapter) shimConfig(ls *launchSpec) shimConfig {
+	cfg := shimConfig{
+		Exe:        ls.Exe,
+		FD:         -1,
+		Args:       ls.Args,
+		Dir:        ls.Dir,
+		CPUSeconds: ls.CPUSeconds,
+		DataBytes:  ls.DataBytes,
+		FileBytes:  ls.FileBytes,
+		OpenFiles:  ls.OpenFiles,
+		Seccomp:    a.hard.Seccomp,
+		Landlock:   a.hard.Landlock,
+		RWFiles:    []string{"/dev/null", "/dev/zero", "/dev/full"},
+	}
+	cfg.ReadOnly = append(slices.Clone(a.cfg.SystemReadDirs), filepath.Dir(ls.Exe))
+	cfg.ReadOnly = append(cfg.ReadOnly, ls.ReadOnly...)
+	cfg.ReadWrite = append([]string{ls.Scratch}, ls.ReadWrite...)
+	return cfg
 }
 
 // baseEnv is the environment every sandboxed process starts from: nothing of

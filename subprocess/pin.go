@@ -31,35 +31,37 @@ type pinnedBinary struct {
 
 // open returns the verified executable, or a TOOL_UNAVAILABLE error wrapping
 // goplugin.ErrChecksumsDoNotMatch when it no longer matches its pin.
-func (b *pinnedBinary) open() (*os.File, error) {
+//
+// It also returns the file's version key (see fileKey).
+func (b *pinnedBinary) open() (*os.File, string, error) {
 	f, err := os.Open(b.path)
 	if err != nil {
-		return nil, plugin.Errorf(plugin.CodeToolUnavailable, "plugin binary: %w", err)
+		return nil, "", plugin.Errorf(plugin.CodeToolUnavailable, "plugin binary: %w", err)
 	}
 	key, err := fileKey(f)
 	if err != nil {
 		f.Close()
-		return nil, plugin.Errorf(plugin.CodeToolUnavailable, "plugin binary: %w", err)
+		return nil, "", plugin.Errorf(plugin.CodeToolUnavailable, "plugin binary: %w", err)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if key == b.verified {
-		return f, nil
+		return f, key, nil
 	}
 	sc := &goplugin.SecureConfig{Checksum: b.sum, Hash: sha256.New()}
 	ok, err := sc.Check(fdPath(f))
 	if err != nil {
 		f.Close()
-		return nil, plugin.Errorf(plugin.CodeToolUnavailable, "plugin binary %s: verifying checksum: %w", b.path, err)
+		return nil, "", plugin.Errorf(plugin.CodeToolUnavailable, "plugin binary %s: verifying checksum: %w", b.path, err)
 	}
 	if !ok {
 		f.Close()
-		return nil, plugin.Errorf(plugin.CodeToolUnavailable,
+		return nil, "", plugin.Errorf(plugin.CodeToolUnavailable,
 			"plugin binary %s does not match its pinned sha256 %x; refusing to start it: %w",
 			b.path, b.sum, goplugin.ErrChecksumsDoNotMatch)
 	}
 	b.verified = key
-	return f, nil
+	return f, key, nil
 }
 
 // fdPath names an open file through /proc, so a check reads the same inode

@@ -60,12 +60,13 @@ func pidNamespaceAllowed() bool {
 	return pidnsOK
 }
 
-// sysProcAttr returns the attributes of a sandboxed child: its own process
-// group, SIGKILL when the host dies, and a PID namespace when allowed (the
-// kernel then kills every process of the namespace when the plugin, its
-// init, dies).
+// sysProcAttr returns the attributes of a shim: its own process group and a
+// PID namespace when allowed (the kernel then kills every process of the
+// namespace when the shim, its init, dies). No parent-death signal: it
+// would kill the shim before the shim could kill its group, and the
+// lifeline pipe does that job reliably.
 func sysProcAttr(pidns bool) *syscall.SysProcAttr {
-	a := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	a := &syscall.SysProcAttr{Setpgid: true}
 	if pidns {
 		a.Cloneflags = unix.CLONE_NEWPID
 	}
@@ -329,6 +330,7 @@ func pidsCgroupParent() string {
 	if own == "" {
 		return ""
 	}
+	removeStaleCgroups(filepath.Join(mount, own))
 	dir := filepath.Join(mount, own, "toolhost-"+strconv.Itoa(os.Getpid())+"-"+strconv.FormatUint(cgroupSeq.Add(1), 10))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return ""
@@ -337,6 +339,23 @@ func pidsCgroupParent() string {
 		return ""
 	}
 	return dir
+}
+
+// pidsCgroupAvailable reports, without creating anything, whether the host
+// could create pids cgroups (see pidsCgroupParent).
+func pidsCgroupAvailable() bool {
+	const mount = "/sys/fs/cgroup/pids"
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) == 3 && slicesContains(strings.Split(f[1], ","), "pids") {
+			return unix.Access(filepath.Join(mount, f[2]), unix.W_OK) == nil
+		}
+	}
+	return false
 }
 
 // cgroupSeq numbers the adapters of this process: each has its own parent
@@ -404,4 +423,32 @@ func joinCgroup(dir string) error {
 		return nil
 	}
 	return os.WriteFile(dir+"/cgroup.procs", []byte("0"), 0o644)
+}
+
+// removeStaleCgroups removes the empty cgroups left behind by toolhost hosts
+// that no longer run (a host killed with SIGKILL cannot remove its own).
+func removeStaleCgroups(parent string) {
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), "toolhost-")
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidStr, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidStr)
+		if err != nil || pid == os.Getpid() || unix.Kill(pid, 0) == nil {
+			continue
+		}
+		dir := filepath.Join(parent, e.Name())
+		subs, _ := os.ReadDir(dir)
+		for _, s := range subs {
+			if s.IsDir() {
+				_ = os.Remove(filepath.Join(dir, s.Name())) // fails while it has members
+			}
+		}
+		_ = os.Remove(dir)
+	}
 }

@@ -43,3 +43,5 @@ func removeCgroup(string)                           {}
 func joinCgroup(string) error                       { return nil }
 
 func alive(int) bool { return false }
+
+func pidsCgroupAvailable() bool { return false }

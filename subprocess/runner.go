@@ -18,6 +18,8 @@ import (
 // the shim command and, unlike go-plugin's own runner (whose Kill reaches
 // only the direct child), kills the whole process tree.
 type procRunner struct {
+	w      *warmShim
+	cfg    *shimConfig
 	cmd    *exec.Cmd
 	stdout io.ReadCloser
 	stderr *tailReader
@@ -33,35 +35,19 @@ type procRunner struct {
 
 var _ runner.Runner = (*procRunner)(nil)
 
-func newProcRunner(cmd *exec.Cmd, g *group, name string, grace time.Duration) (*procRunner, error) {
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
+// newProcRunner returns the runner of a plugin that the warm shim w will
+// become once it is sent cfg.
+func newProcRunner(w *warmShim, cfg *shimConfig, name string, grace time.Duration) *procRunner {
 	return &procRunner{
-		cmd: cmd, stdout: stdout, stderr: newTailReader(stderr, 4096),
-		name: name, grace: grace, g: g, waited: make(chan struct{}),
-	}, nil
+		w: w, cfg: cfg, cmd: w.cmd, stdout: w.stdout, stderr: newTailReader(w.stderr, 4096),
+		name: name, grace: grace, g: w.g, pid: w.cmd.Process.Pid, waited: make(chan struct{}),
+	}
 }
 
-// Start starts the shim. The verified executable descriptor handed to the
-// child is closed in the host once the child has it.
+// Start sends the warm shim its configuration; it then sandboxes itself
+// and execs the plugin.
 func (r *procRunner) Start(context.Context) error {
-	err := r.cmd.Start()
-	for _, f := range r.cmd.ExtraFiles {
-		_ = f.Close()
-	}
-	if err != nil {
-		removeCgroup(r.g.cgroup)
-		return err
-	}
-	r.pid = r.cmd.Process.Pid
-	r.g.root, r.g.pgid = r.pid, r.pid
-	return nil
+	return r.w.launch(r.cfg)
 }
 
 // Wait waits for the plugin process and records how it ended.

@@ -20,15 +20,22 @@ type shimConfig struct {
 	Exe string `json:"exe"`
 	// FD is the open descriptor of the verified executable (exec'd through
 	// /proc/self/fd so that what runs is what was hashed), or -1 to exec Exe.
-	FD   int      `json:"fd"`
-	Args []string `json:"args,omitempty"`
-	Dir  string   `json:"dir"`
+	FD int `json:"fd"`
+	// Lifeline is the descriptor of the read end of the host's lifeline
+	// pipe, or -1.
+	Lifeline int      `json:"lifeline"`
+	Args     []string `json:"args,omitempty"`
+	Dir      string   `json:"dir"`
 
 	CPUSeconds uint64 `json:"cpu_seconds,omitempty"`
 	DataBytes  uint64 `json:"data_bytes,omitempty"`
 	FileBytes  uint64 `json:"file_bytes,omitempty"`
 	OpenFiles  uint64 `json:"open_files,omitempty"`
 
+	// Env is the plugin's environment when the shim was started ahead of
+	// time (a warm shim, whose own environment is empty); nil means the
+	// shim's environment.
+	Env []string `json:"env,omitempty"`
 	// Cgroup is the pids cgroup the shim joins first, "" for none.
 	Cgroup string `json:"cgroup,omitempty"`
 
@@ -62,11 +69,22 @@ func MaybeRunShim() {
 		return
 	}
 	var cfg shimConfig
-	if err := json.Unmarshal([]byte(os.Args[2]), &cfg); err != nil {
+	var err error
+	if os.Args[2] == "-" {
+		// A warm shim: started ahead of time, it waits for its
+		// configuration on stdin, then stdin is closed.
+		err = json.NewDecoder(os.Stdin).Decode(&cfg)
+		if err == nil {
+			err = stdinToDevNull()
+		}
+	} else {
+		err = json.Unmarshal([]byte(os.Args[2]), &cfg)
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "toolhost shim: bad configuration: %v\n", err)
 		os.Exit(shimExitCode)
 	}
-	err := runShim(&cfg) // returns only on failure
+	err = runShim(&cfg) // returns only on failure
 	fmt.Fprintf(os.Stderr, "toolhost shim: %s: %v\n", cfg.Exe, err)
 	os.Exit(shimExitCode)
 }

@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime"
-	"strconv"
+	"syscall"
 	"unsafe"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
@@ -47,11 +48,67 @@ func runShim(cfg *shimConfig) error {
 		}
 	}
 	path := cfg.Exe
+	files := []uintptr{0, 1, 2}
 	if cfg.FD >= 0 {
-		path = "/proc/self/fd/" + strconv.Itoa(cfg.FD)
+		// The verified executable becomes the child's fd 3.
+		files = append(files, uintptr(cfg.FD))
+		path = "/proc/self/fd/3"
 	}
 	argv := append([]string{cfg.Exe}, cfg.Args...)
-	return unix.Exec(path, argv, os.Environ())
+	env := cfg.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	// Termination signals are the plugin's to handle: the shim exits when
+	// it does. (Handled, not ignored, so the child starts with defaults.)
+	signal.Notify(make(chan os.Signal, 1), unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+	// Fork from this thread: Landlock, seccomp and no_new_privs are
+	// per-thread and the child inherits this thread's.
+	// The plugin dies with the shim (this thread never exits).
+	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Dir: cfg.Dir, Env: env, Files: files,
+		Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}})
+	if err != nil {
+		return fmt.Errorf("exec %s: %w", cfg.Exe, err)
+	}
+	if cfg.Lifeline >= 0 {
+		go watchLifeline(cfg.Lifeline)
+	}
+	for {
+		var ws unix.WaitStatus
+		wpid, err := unix.Wait4(-1, &ws, 0, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			os.Exit(shimExitCode)
+		}
+		if wpid != pid {
+			continue // an orphan re-parented to the shim, the namespace's init
+		}
+		if ws.Signaled() {
+			os.Exit(128 + int(ws.Signal()))
+		}
+		os.Exit(ws.ExitStatus())
+	}
+}
+
+// watchLifeline waits for end of file on the lifeline pipe, whose write end
+// only the host holds: the host is gone, however it died, and the shim
+// kills its process group — the plugin and all its descendants — and
+// itself. (In a PID namespace the shim is its init, and its death alone
+// would take the namespace down.) Unlike the parent-death signal, which on
+// this kernel did not always reach a plugin whose host was SIGKILLed, end
+// of file on a pipe is certain.
+func watchLifeline(fd int) {
+	f := os.NewFile(uintptr(fd), "lifeline")
+	buf := make([]byte, 1)
+	for {
+		if _, err := f.Read(buf); err != nil {
+			break
+		}
+	}
+	_ = unix.Kill(0, unix.SIGKILL)
+	os.Exit(128 + int(unix.SIGKILL))
 }
 
 func applyRlimits(cfg *shimConfig) error {
@@ -206,4 +263,14 @@ func seccompFilter() seccomp.Filter {
 			},
 		},
 	}
+}
+
+// stdinToDevNull replaces the warm shim's configuration pipe on fd 0.
+func stdinToDevNull() error {
+	fd, err := unix.Open("/dev/null", unix.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Dup2(fd, 0)
 }

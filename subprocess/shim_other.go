@@ -9,3 +9,5 @@ import "errors"
 func runShim(*shimConfig) error {
 	return errors.New("the subprocess sandbox shim runs only on Linux")
 }
+
+func stdinToDevNull() error { return errors.New("the subprocess sandbox shim runs only on Linux") }

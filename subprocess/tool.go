@@ -38,6 +38,8 @@ type pluginTool struct {
 
 	mu       sync.Mutex
 	cur      *proc
+	spare    *warmShim // a shim started ahead of the next start
+	warming  bool
 	failures int
 	retryAt  time.Time
 	lastErr  error
@@ -232,14 +234,14 @@ func (t *pluginTool) crashError(p *proc) *plugin.Error {
 	how := "exited"
 	if st := p.runner.exitState(); st != nil {
 		how = "exited (" + st.String() + ")"
-		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			switch limitSignal(ws.Signal()) {
+		if sig, ok := exitSignal(st); ok {
+			switch limitSignal(sig) {
 			case "cpu":
 				return plugin.LimitError("cpu", "the plugin used up its CPU time limit (%ds)", t.a.cfg.CPUSeconds)
 			case "file_size":
 				return plugin.LimitError("file_size", "the plugin tried to write a file larger than %s", plugin.FormatSize(t.a.cfg.MaxFileSize))
 			}
-			how = "was killed by " + ws.Signal().String()
+			how = "was killed by " + sig.String()
 		}
 	}
 	tail := p.runner.stderr.Tail()
@@ -349,6 +351,7 @@ func (t *pluginTool) release(p *proc) {
 				return
 			}
 			t.cur = nil
+			t.dropSpare() // an idle tool holds no processes
 			t.mu.Unlock()
 			t.log.Debug("stopping idle plugin", "pid", p.pid)
 			p.stop(t.a.cfg.KillGrace)
@@ -382,7 +385,12 @@ func (t *pluginTool) stopAll() {
 	t.closed = true
 	p := t.cur
 	t.cur = nil
+	w := t.spare
+	t.spare = nil
 	t.mu.Unlock()
+	if w != nil {
+		w.discard()
+	}
 	if p != nil {
 		p.stop(t.a.cfg.KillGrace)
 	}
@@ -471,17 +479,35 @@ func (p *proc) stop(grace time.Duration) {
 }
 
 // start launches the plugin through the shim and completes the handshake.
+//
+// It uses the spare warm shim when there is one that holds the current
+// version of the binary, and otherwise starts a shim now; either way it
+// then warms a spare for the next start (a restart after a crash, a
+// timeout or a watchdog kill). t.mu is held.
 func (t *pluginTool) start(ctx context.Context) (*proc, error) {
 	a := t.a
-	f, err := t.bin.open()
-	if err != nil {
-		return nil, err
+	w := t.spare
+	t.spare = nil
+	if w != nil {
+		f, key, err := t.bin.open()
+		if err == nil {
+			f.Close()
+		}
+		if err != nil || key != w.key || !alive(w.g.root) {
+			go w.discard()
+			w = nil
+			if err != nil {
+				return nil, err
+			}
+		}
 	}
-	scratch, err := a.scratchDir("p-")
-	if err != nil {
-		f.Close()
-		return nil, err
+	if w == nil {
+		var err error
+		if w, err = a.prestart(t.bin); err != nil {
+			return nil, err
+		}
 	}
+	scratch := w.scratch
 	limits := t.spec.Limits
 	out := t.log.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info})
 	var pr *procRunner
@@ -499,7 +525,7 @@ func (t *pluginTool) start(ctx context.Context) (*proc, error) {
 		RunnerFunc: func(_ hclog.Logger, cmd *exec.Cmd, socketDir string) (runner.Runner, error) {
 			env := append(baseEnv(scratch, envNames(&t.spec)), cmd.Env...)
 			ls := &launchSpec{
-				Exe: t.bin.path, File: f, Args: t.spec.Source.Args, Env: env, Dir: scratch, Scratch: scratch,
+				Exe: t.bin.path, Args: t.spec.Source.Args, Env: env, Dir: scratch, Scratch: scratch,
 				ReadWrite:  []string{socketDir},
 				CPUSeconds: a.cfg.CPUSeconds,
 				DataBytes:  uint64(limits.Memory + a.cfg.DataSlack),
@@ -508,19 +534,17 @@ func (t *pluginTool) start(ctx context.Context) (*proc, error) {
 			}
 			ro, rw := mountDirs(t.spec.Capabilities.Mounts)
 			ls.ReadOnly, ls.ReadWrite = ro, append(ls.ReadWrite, rw...)
-			c, g, err := a.command(ls)
-			if err != nil {
-				return nil, err
-			}
-			pr, err = newProcRunner(c, g, t.bin.path, a.cfg.KillGrace)
-			return pr, err
+			cfg := a.shimConfig(ls)
+			cfg.Env = env
+			pr = newProcRunner(w, &cfg, t.bin.path, a.cfg.KillGrace)
+			return pr, nil
 		},
 	}
 	client := goplugin.NewClient(cc)
 	fail := func(err error) (*proc, error) {
 		client.Kill()
 		if pr == nil {
-			f.Close()
+			w.discard()
 		}
 		_ = os.RemoveAll(scratch)
 		if pr != nil && pr.stderr.Tail() != "" {
@@ -544,7 +568,42 @@ func (t *pluginTool) start(ctx context.Context) (*proc, error) {
 		log: t.log.With("pid", pr.pid), stopped: make(chan struct{})}
 	go t.watch(p)
 	t.log.Debug("plugin started", "pid", p.pid)
+	t.warmSpare()
 	return p, nil
+}
+
+// warmSpare starts a spare shim in the background unless there is one.
+// t.mu is held.
+func (t *pluginTool) warmSpare() {
+	if t.spare != nil || t.warming || t.closed {
+		return
+	}
+	t.warming = true
+	go func() {
+		w, err := t.a.prestart(t.bin)
+		t.mu.Lock()
+		t.warming = false
+		if err == nil && (t.closed || t.spare != nil) {
+			t.mu.Unlock()
+			w.discard()
+			return
+		}
+		if err == nil {
+			t.spare = w
+		}
+		t.mu.Unlock()
+		if err != nil {
+			t.log.Debug("cannot warm a spare shim", "error", err)
+		}
+	}()
+}
+
+// dropSpare discards the spare shim. t.mu is held.
+func (t *pluginTool) dropSpare() {
+	if w := t.spare; w != nil {
+		t.spare = nil
+		go w.discard()
+	}
 }
 
 // watch runs the watchdog over p until it stops, and retires p when it
@@ -595,4 +654,20 @@ func lastLine(s string) string {
 		s = s[:300]
 	}
 	return s
+}
+
+// exitSignal returns the signal that ended a sandboxed process: the shim
+// exits with 128+signal when the plugin was killed by one.
+func exitSignal(st *os.ProcessState) (syscall.Signal, bool) {
+	ws, ok := st.Sys().(syscall.WaitStatus)
+	if !ok {
+		return 0, false
+	}
+	if ws.Signaled() {
+		return ws.Signal(), true
+	}
+	if c := ws.ExitStatus(); c > 128 && c < 128+65 {
+		return syscall.Signal(c - 128), true
+	}
+	return 0, false
 }

@@ -1,0 +1,103 @@
+package subprocess
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"time"
+)
+
+// warmShim is a shim started ahead of time for one plugin binary: the Go
+// start of the (large) host binary is paid before it is needed, and a start
+// only sends the shim its configuration. It holds the verified executable
+// (as fd 3), its scratch directory and its pids cgroup; it runs in its own
+// process group and PID namespace and dies with the host like a plugin.
+type warmShim struct {
+	cmd      *exec.Cmd
+	stdin    io.WriteCloser
+	stdout   io.ReadCloser
+	stderr   io.ReadCloser
+	key      string // fileKey of the executable it holds
+	lifeline int    // the shim's lifeline descriptor
+	scratch  string
+	g        *group
+}
+
+// prestart starts a warm shim for the pinned binary b.
+func (a *Adapter) prestart(b *pinnedBinary) (*warmShim, error) {
+	f, key, err := b.open()
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close() // the child has its own copy
+	scratch, err := a.scratchDir("p-")
+	if err != nil {
+		return nil, err
+	}
+	w := &warmShim{key: key, scratch: scratch, g: &group{}}
+	if a.cgroupParent != "" {
+		dir, err := newCgroup(a.cgroupParent, fmt.Sprintf("t%d", a.seq.Add(1)), a.cfg.MaxThreads)
+		if err != nil {
+			os.RemoveAll(scratch)
+			return nil, fmt.Errorf("pids cgroup: %w", err)
+		}
+		w.g.cgroup = dir
+	}
+	cmd := exec.Command(a.cfg.ShimPath, shimArg, "-")
+	cmd.Env = []string{}
+	cmd.Dir = scratch
+	cmd.SysProcAttr = sysProcAttr(a.hard.PIDNamespace)
+	var lcfg shimConfig
+	cmd.ExtraFiles = extraFiles(f, &lcfg)
+	w.lifeline = lcfg.Lifeline
+	fail := func(err error) (*warmShim, error) {
+		removeCgroup(w.g.cgroup)
+		os.RemoveAll(scratch)
+		return nil, err
+	}
+	if w.stdin, err = cmd.StdinPipe(); err != nil {
+		return fail(err)
+	}
+	if w.stdout, err = cmd.StdoutPipe(); err != nil {
+		return fail(err)
+	}
+	if w.stderr, err = cmd.StderrPipe(); err != nil {
+		return fail(err)
+	}
+	if err := startCmd(cmd); err != nil {
+		return fail(err)
+	}
+	w.cmd = cmd
+	w.g.root, w.g.pgid = cmd.Process.Pid, cmd.Process.Pid
+	return w, nil
+}
+
+// launch sends the shim its configuration: from now on it becomes the
+// plugin.
+func (w *warmShim) launch(cfg *shimConfig) error {
+	cfg.Cgroup = w.g.cgroup
+	cfg.Dir = w.scratch
+	cfg.FD, cfg.Lifeline = 3, w.lifeline
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	_, err = w.stdin.Write(b)
+	if cerr := w.stdin.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// discard kills an unused warm shim.
+func (w *warmShim) discard() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = w.stdin.Close()
+	_ = killTree(ctx, w.g, 0)
+	_ = w.cmd.Wait()
+	_ = os.RemoveAll(w.scratch)
+}
