@@ -250,7 +250,70 @@ func normalizeArguments(raw json.RawMessage, max int64) (json.RawMessage, error)
 		_ = json.Unmarshal(trimmed, &v)
 		return nil, Errorf(CodeInvalidRequest, "arguments must be a JSON object, got %s", jsonKind(v))
 	}
+	if err := checkNumbers(trimmed); err != nil {
+		return nil, err
+	}
 	return json.RawMessage(trimmed), nil
+}
+
+// Bounds on the numbers in arguments. The schema validator checks numbers
+// exactly, with math/big, before the call's deadline exists: a 12-byte
+// 1e1000000 costs it ~100 ms and a number of a million digits seconds, so
+// one request within the size limit could hold a core for hours. No real
+// argument comes near these bounds (a float64 spans ±1.8e308).
+const (
+	maxNumberLen      = 100
+	maxNumberExponent = 400
+)
+
+// checkNumbers refuses numbers beyond maxNumberLen characters or with an
+// exponent beyond ±maxNumberExponent. doc must be valid JSON.
+func checkNumbers(doc []byte) error {
+	inString := false
+	for i := 0; i < len(doc); i++ {
+		switch c := doc[i]; {
+		case inString:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '-' || '0' <= c && c <= '9':
+			end, exp := scanNumber(doc, i)
+			if end-i > maxNumberLen || exp > maxNumberExponent {
+				tok := string(doc[i:end])
+				if len(tok) > 40 {
+					tok = tok[:30] + "..." + tok[len(tok)-7:]
+				}
+				return Errorf(CodeInvalidRequest, "arguments: the number %s is out of range (at most %d characters, exponent at most %d)", tok, maxNumberLen, maxNumberExponent)
+			}
+			i = end - 1
+		}
+	}
+	return nil
+}
+
+// scanNumber returns the end of the JSON number starting at doc[i] and the
+// magnitude of its exponent (counted no further than just past
+// maxNumberExponent).
+func scanNumber(doc []byte, i int) (end, exp int) {
+	inExp := false
+	for end = i; end < len(doc); end++ {
+		switch d := doc[end]; {
+		case d == 'e' || d == 'E':
+			inExp = true
+		case '0' <= d && d <= '9':
+			if inExp && exp <= maxNumberExponent {
+				exp = exp*10 + int(d-'0')
+			}
+		case d == '.' || d == '-' || d == '+':
+		default:
+			return end, exp
+		}
+	}
+	return end, exp
 }
 
 func availability(t Tool) (bool, string) {
