@@ -420,3 +420,47 @@ func TestInputValidation(t *testing.T) {
 		}
 	})
 }
+
+// TestHugeNumbers: the validator checks numbers exactly (math/big) before
+// any deadline exists, so numbers that would cost it seconds are refused
+// first, cheaply.
+func TestHugeNumbers(t *testing.T) {
+	h := newHost(t, plugin.Options{})
+	mustRegister(t, h, plugin.Spec{Name: "n", Tier: plugin.TierReadOnly},
+		fn(`{"type":"object","properties":{"n":{"type":"integer"},"xs":{"type":"array","items":{"type":"number","multipleOf":3}},"s":{"type":"string"}}}`,
+			func(context.Context, *plugin.Request) (*plugin.Result, error) { return textResult("ok"), nil }))
+	tests := []struct {
+		args string
+		ok   bool
+	}{
+		{`{"n":12345678901234567890}`, true},
+		{`{"xs":[1.7976931348623157e308, -4.9e-324, 6e23, 1E+400, 1e-400]}`, true},
+		{`{"s":"1e1000000 ` + strings.Repeat("9", 1000) + `"}`, true}, // in a string: not a number
+		{`{"s":"\"","n":1}`, true},
+		{`{"n":1e1000000}`, false},
+		{`{"n":-1E+401}`, false},
+		{`{"xs":[3, 1e-1000000]}`, false},
+		{`{"n":1` + strings.Repeat("0", 1_000_000) + `}`, false},
+		{`{"n":0.` + strings.Repeat("3", 100) + `}`, false},
+		{`{"s":"\\","n":1e999}`, false},
+	}
+	for _, tc := range tests {
+		name := tc.args
+		if len(name) > 60 {
+			name = name[:60]
+		}
+		t.Run(name, func(t *testing.T) {
+			res, err := invoke(t, h, call("n", tc.args))
+			if tc.ok {
+				if err != nil && !strings.Contains(err.Error(), "multipleOf") {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			wantErr(t, res, err, plugin.CodeInvalidRequest, "", "is out of range")
+			if len(err.Error()) > 200 {
+				t.Errorf("message of %d bytes", len(err.Error()))
+			}
+		})
+	}
+}
