@@ -452,3 +452,17 @@ func removeStaleCgroups(parent string) {
 		_ = os.Remove(dir)
 	}
 }
+
+// waitExit closes done when process pid (a child of the host) exits,
+// without reaping it: its exec.Cmd does that. It blocks one thread per
+// running process, which keeps the liveness check of every call free of
+// system calls.
+func waitExit(pid int, done chan<- struct{}) {
+	for {
+		err := unix.Waitid(unix.P_PID, pid, nil, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	close(done)
+}

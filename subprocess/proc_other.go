@@ -45,3 +45,5 @@ func joinCgroup(string) error                       { return nil }
 func alive(int) bool { return false }
 
 func pidsCgroupAvailable() bool { return false }
+
+func waitExit(int, chan<- struct{}) {}

@@ -99,6 +99,17 @@ func (r *procRunner) PluginToHost(n, a string) (string, string, error) { return 
 // HostToPlugin translates nothing: plugin and host share the network.
 func (r *procRunner) HostToPlugin(n, a string) (string, string, error) { return n, a, nil }
 
+// hasExited reports, without a system call, whether the shim (and so the
+// plugin) has exited, even if it was not reaped yet.
+func (r *procRunner) hasExited() bool {
+	select {
+	case <-r.w.exited:
+		return true
+	default:
+		return false
+	}
+}
+
 // exitState returns how the process ended, once Wait has returned.
 func (r *procRunner) exitState() *os.ProcessState {
 	r.mu.Lock()

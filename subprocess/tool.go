@@ -296,7 +296,7 @@ func (t *pluginTool) acquire(ctx context.Context) (*proc, error) {
 		return nil, plugin.Errorf(plugin.CodeToolUnavailable, "the subprocess adapter is closed")
 	}
 	if p := t.cur; p != nil {
-		if !p.isStopped() && p.runner.exitState() == nil && alive(p.pid) {
+		if !p.isStopped() && !p.runner.hasExited() {
 			p.active++
 			p.stopIdle()
 			return p, nil
@@ -445,7 +445,7 @@ func (p *proc) armIdle(d time.Duration, f func()) {
 func (p *proc) exitedWithin(d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for {
-		if p.runner.exitState() != nil || p.isStopped() || !alive(p.pid) {
+		if p.runner.hasExited() || p.isStopped() {
 			return true
 		}
 		if time.Now().After(deadline) {
@@ -493,7 +493,7 @@ func (t *pluginTool) start(ctx context.Context) (*proc, error) {
 		if err == nil {
 			f.Close()
 		}
-		if err != nil || key != w.key || !alive(w.g.root) {
+		if err != nil || key != w.key || w.hasExited() {
 			go w.discard()
 			w = nil
 			if err != nil {

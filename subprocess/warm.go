@@ -20,8 +20,9 @@ type warmShim struct {
 	stdin    io.WriteCloser
 	stdout   io.ReadCloser
 	stderr   io.ReadCloser
-	key      string // fileKey of the executable it holds
-	lifeline int    // the shim's lifeline descriptor
+	exited   chan struct{} // closed when the shim has exited (not yet reaped)
+	key      string        // fileKey of the executable it holds
+	lifeline int           // the shim's lifeline descriptor
 	scratch  string
 	g        *group
 }
@@ -72,6 +73,8 @@ func (a *Adapter) prestart(b *pinnedBinary) (*warmShim, error) {
 	}
 	w.cmd = cmd
 	w.g.root, w.g.pgid = cmd.Process.Pid, cmd.Process.Pid
+	w.exited = make(chan struct{})
+	go waitExit(w.g.root, w.exited)
 	return w, nil
 }
 
@@ -100,4 +103,14 @@ func (w *warmShim) discard() {
 	_ = killTree(ctx, w.g, 0)
 	_ = w.cmd.Wait()
 	_ = os.RemoveAll(w.scratch)
+}
+
+// hasExited reports whether the warm shim died while waiting.
+func (w *warmShim) hasExited() bool {
+	select {
+	case <-w.exited:
+		return true
+	default:
+		return false
+	}
 }
