@@ -251,7 +251,7 @@ func normalizeArguments(raw json.RawMessage, max int64) (json.RawMessage, error)
 		return nil, Errorf(CodeInvalidRequest, "arguments must be a JSON object, got %s", jsonKind(v))
 	}
 	if err := checkNumbers(trimmed); err != nil {
-		return nil, err
+		return nil, Errorf(CodeInvalidRequest, "arguments: %v", err)
 	}
 	return json.RawMessage(trimmed), nil
 }
@@ -287,7 +287,7 @@ func checkNumbers(doc []byte) error {
 				if len(tok) > 40 {
 					tok = tok[:30] + "..." + tok[len(tok)-7:]
 				}
-				return Errorf(CodeInvalidRequest, "arguments: the number %s is out of range (at most %d characters, exponent at most %d)", tok, maxNumberLen, maxNumberExponent)
+				return fmt.Errorf("the number %s is out of range (at most %d characters, exponent at most %d)", tok, maxNumberLen, maxNumberExponent)
 			}
 			i = end - 1
 		}
@@ -506,6 +506,10 @@ func (h *Host) finish(ctx context.Context, e *entry, call Call, secrets *Secrets
 			} else {
 				return nil, Errorf(CodeOutputInvalid, "tool %q has an output schema but returned no structured content", call.Name)
 			}
+		}
+		// Output is as untrusted as arguments (see checkNumbers).
+		if err := checkNumbers(out.StructuredContent); err != nil {
+			return nil, Errorf(CodeOutputInvalid, "tool %q returned output that cannot be checked against its output schema: %v", call.Name, err)
 		}
 		if err := e.output.ValidateJSON(out.StructuredContent); err != nil {
 			return nil, &Error{Code: CodeOutputInvalid, Message: fmt.Sprintf("tool %q returned output that does not match its output schema: %v", call.Name, err), Err: err}
