@@ -1197,3 +1197,13 @@ func TestErrorWithQuestion(t *testing.T) {
 		t.Errorf("an error result carries a question: %+v", res.NeedsInput)
 	}
 }
+
+func TestHugeNumbersInOutput(t *testing.T) {
+	h := newHost(t, plugin.Options{})
+	mustRegister(t, h, plugin.Spec{Name: "sum", OutputSchema: json.RawMessage(`{"type":"object","properties":{"sum":{"type":"integer"}}}`)},
+		fn(`{"type":"object"}`, func(context.Context, *plugin.Request) (*plugin.Result, error) {
+			return &plugin.Result{StructuredContent: json.RawMessage(`{"sum":1e1000000}`)}, nil
+		}))
+	res, err := invoke(t, h, call("sum", `{}`))
+	wantErr(t, res, err, plugin.CodeOutputInvalid, "", "the number 1e1000000 is out of range")
+}
