@@ -29,8 +29,9 @@
 //
 //	fail
 //	    input  {} (any object)
-//	    result a tool-level error: IsError true (no Go error), with a text
-//	           content containing "boom"
+//	    result a tool-level error: IsError true (no Go error) and no code
+//	           of its own (the host makes it TOOL_EXECUTION_FAILED), with a
+//	           text content containing "boom"
 //
 //	sleep
 //	    input  {"ms": integer ≥ 0}, "ms" required
@@ -56,8 +57,9 @@
 //	    result the backend dies abruptly: an in-process tool panics, a wasm
 //	           guest traps (e.g. unreachable), a plugin process exits without
 //	           answering. The adapter must turn this into an error
-//	           (TOOL_EXECUTION_FAILED or TOOL_UNAVAILABLE) promptly, and the
-//	           other fixtures must keep working afterwards.
+//	           (TOOL_EXECUTION_FAILED or TOOL_UNAVAILABLE) promptly (within
+//	           the suite's 10 s call timeout), and the other fixtures must
+//	           keep working afterwards.
 //
 // # What Run checks
 //
