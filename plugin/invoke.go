@@ -187,6 +187,10 @@ func (h *Host) run(ctx context.Context, call Call, caller *nestedInvoker, parent
 	}
 
 	// Deadline, then execute.
+	// The call ends at its own timeout or at the caller's deadline,
+	// whichever comes first; say which when it passes.
+	d, ok := ctx.Deadline()
+	byCaller := ok && time.Until(d) < spec.Limits.Timeout
 	tctx, cancel := context.WithTimeout(ctx, spec.Limits.Timeout)
 	defer cancel()
 	cs := &callState{Context: tctx, frame: callFrame{id: call.ID, depth: depth}}
@@ -203,7 +207,7 @@ func (h *Host) run(ctx context.Context, call Call, caller *nestedInvoker, parent
 	if len(spec.Capabilities.Invoke) > 0 {
 		req.Invoker = &nestedInvoker{h: h, caller: e, frame: &cs.frame, budget: int64(spec.Limits.ToolInvocations)}
 	}
-	res, err := h.execute(ctx, e, req)
+	res, err := h.execute(ctx, e, req, byCaller)
 	if err != nil {
 		return nil, toolError(call.Name, secrets, int(spec.Limits.Preview), err)
 	}
@@ -368,7 +372,7 @@ func (h *Host) resolveSecrets(ctx context.Context, spec *Spec) (*Secrets, error)
 // execute calls the tool, recovering a panic and bounding the wait by the
 // deadline: a tool that ignores ctx is abandoned (its adapter is expected
 // to reclaim it), and the caller gets TOOL_EXECUTION_TIMEOUT on time.
-func (h *Host) execute(ctx context.Context, e *entry, req *Request) (*Result, error) {
+func (h *Host) execute(ctx context.Context, e *entry, req *Request, byCaller bool) (*Result, error) {
 	type outcome struct {
 		res *Result
 		err error
@@ -402,7 +406,11 @@ func (h *Host) execute(ctx context.Context, e *entry, req *Request) (*Result, er
 		if o.err == nil {
 			o.err = &Error{Code: cmp.Or(o.res.Code, CodeToolExecutionFailed), Limit: o.res.Limit, Message: o.res.TextContent()}
 		}
-		return nil, contextError(ctxErr, req.Name, e.spec.Limits.Timeout, o.err)
+		deadline := fmt.Sprintf("within %s", e.spec.Limits.Timeout)
+		if byCaller {
+			deadline = "before the caller's deadline"
+		}
+		return nil, contextError(ctxErr, req.Name, deadline, o.err)
 	}
 	if o.err != nil {
 		return nil, o.err
@@ -418,7 +426,7 @@ func (h *Host) execute(ctx context.Context, e *entry, req *Request) (*Result, er
 // the tool reported something more specific (a limit hit, say); otherwise
 // the tool's code stays. Either way errors.Is(result, ctxErr) holds, so a
 // caller can tell a timeout or its own cancellation from a tool's failure.
-func contextError(ctxErr error, tool string, timeout time.Duration, err error) error {
+func contextError(ctxErr error, tool, deadline string, err error) error {
 	cause := err
 	if !errors.Is(err, ctxErr) {
 		cause = errors.Join(ctxErr, err)
@@ -426,7 +434,7 @@ func contextError(ctxErr error, tool string, timeout time.Duration, err error) e
 	var pe *Error
 	if errors.Is(ctxErr, context.DeadlineExceeded) {
 		if !errors.As(err, &pe) || pe.Code == CodeToolExecutionFailed || pe.Code == CodeToolUnavailable {
-			return &Error{Code: CodeToolExecutionTimeout, Message: fmt.Sprintf("tool %q did not finish within %s", tool, timeout), Err: cause}
+			return &Error{Code: CodeToolExecutionTimeout, Message: fmt.Sprintf("tool %q did not finish %s", tool, deadline), Err: cause}
 		}
 	}
 	c := *asError(tool, err)
