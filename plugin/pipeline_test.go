@@ -1207,3 +1207,15 @@ func TestHugeNumbersInOutput(t *testing.T) {
 	res, err := invoke(t, h, call("sum", `{}`))
 	wantErr(t, res, err, plugin.CodeOutputInvalid, "", "the number 1e1000000 is out of range")
 }
+
+func TestCallerDeadline(t *testing.T) {
+	h := newHost(t, plugin.Options{})
+	mustRegister(t, h, plugin.Spec{Name: "slow"}, fn(`{"type":"object"}`, func(ctx context.Context, _ *plugin.Request) (*plugin.Result, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	res, err := invokeCtx(t, ctx, h, call("slow", `{}`))
+	wantErr(t, res, err, plugin.CodeToolExecutionTimeout, "", `tool "slow" did not finish before the caller's deadline`)
+}
