@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/plugin/plugintest"
@@ -17,6 +18,39 @@ import (
 // TestInProcess runs the conformance suite over the in-process adapter.
 func TestInProcess(t *testing.T) {
 	plugintest.Run(t, plugintest.InProcessHarness())
+}
+
+// TestRecoveringBackend runs the suite over a harness whose crash takes
+// the backend down for a while (echo answers TOOL_UNAVAILABLE three times),
+// as a restarting plugin process does: with Crashes set, the suite waits
+// for recovery.
+func TestRecoveringBackend(t *testing.T) {
+	plugintest.Run(t, restartingHarness(3))
+}
+
+// restartingHarness is the in-process harness whose backend, after a
+// crash, is unavailable for the next down calls to echo or structured.
+func restartingHarness(down int64) plugintest.Harness {
+	var outage atomic.Int64
+	h := plugintest.InProcessHarness()
+	load := h.Load
+	h.Crashes = true
+	h.RecoveryTimeout = 5 * time.Second
+	h.Load = func(t testing.TB, fixture string) plugin.Tool {
+		inner := load(t, fixture)
+		return plugin.Func(inner.Descriptor(), func(ctx context.Context, req *plugin.Request) (*plugin.Result, error) {
+			switch fixture {
+			case "crash":
+				outage.Store(down)
+			case "echo", "structured":
+				if outage.Add(-1) >= 0 {
+					return nil, plugin.Errorf(plugin.CodeToolUnavailable, "backend restarting")
+				}
+			}
+			return inner.Call(ctx, req)
+		})
+	}
+	return h
 }
 
 // TestSuiteCatchesBrokenAdapters proves that the suite asserts real
@@ -43,6 +77,7 @@ func TestSuiteCatchesBrokenAdapters(t *testing.T) {
 		{"ask-ignores-answer", "Ask/false", `text = "confirmed", want "cancelled"`},
 		{"crash-breaks-echo", "Crash", "unexpected error"},
 		{"wrong-name", "Descriptors/big", `descriptor name = "large"`},
+		{"never-recovers", "Crash", "unexpected error: TOOL_UNAVAILABLE"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.broken, func(t *testing.T) {
@@ -156,6 +191,10 @@ func brokenHarness(broken string) plugintest.Harness {
 		})
 	case "wrong-name":
 		withDescriptor("big", func(d *plugin.Descriptor) { d.Name = "large" })
+	case "never-recovers":
+		h := restartingHarness(1 << 40)
+		h.RecoveryTimeout = 300 * time.Millisecond
+		return h
 	default:
 		panic("unknown breakage " + broken)
 	}
