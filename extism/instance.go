@@ -372,25 +372,41 @@ type memLimiter struct {
 	onHit func()
 }
 
+// Allocate implements experimental.MemoryAllocator.
 func (m *memLimiter) Allocate(capacity, max uint64) experimental.LinearMemory {
-	if l := m.limit.Load(); capacity > l {
-		capacity = l
+	limit := m.limit.Load()
+	if max > limit {
+		max = limit
+	}
+	if lm := mapMemory(m, max); lm != nil {
+		return lm
+	}
+	if capacity > limit {
+		capacity = limit
 	}
 	return &linearMemory{lim: m, buf: make([]byte, 0, capacity)}
 }
 
+// refuse records that a memory was asked to grow past the limit.
+func (m *memLimiter) refuse() {
+	m.hit.Store(true)
+	if m.onHit != nil {
+		m.onHit()
+	}
+}
+
+// linearMemory is a guest memory on the Go heap, grown by copying. It is
+// the fallback where address space cannot be reserved (see mappedMemory).
 type linearMemory struct {
 	lim *memLimiter
 	buf []byte
 }
 
+// Reallocate implements experimental.LinearMemory.
 func (l *linearMemory) Reallocate(size uint64) []byte {
 	limit := l.lim.limit.Load()
 	if size > limit {
-		l.lim.hit.Store(true)
-		if l.lim.onHit != nil {
-			l.lim.onHit()
-		}
+		l.lim.refuse()
 		return nil
 	}
 	if size <= uint64(cap(l.buf)) {
@@ -410,4 +426,5 @@ func (l *linearMemory) Reallocate(size uint64) []byte {
 	return nb
 }
 
+// Free implements experimental.LinearMemory.
 func (l *linearMemory) Free() { l.buf = nil }

@@ -1,0 +1,9 @@
+//go:build linux
+
+package extism
+
+import "syscall"
+
+// mapNoReserve keeps a reservation from counting against overcommit limits:
+// only touched pages use memory.
+const mapNoReserve = syscall.MAP_NORESERVE

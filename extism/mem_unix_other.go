@@ -1,0 +1,5 @@
+//go:build unix && !linux
+
+package extism
+
+const mapNoReserve = 0
