@@ -14,7 +14,7 @@ import (
 )
 
 // compileCache keeps compiled code across the test's many plugins.
-var compileCache = wazero.NewCompilationCache()
+var compileCache = testCache
 
 // extismCall runs export in a fresh go-sdk instance of wasm, the way the
 // extism adapter does, and returns what go-sdk returns.

@@ -62,10 +62,14 @@ type buildError struct {
 
 func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
 
+// testCache shares compiled code between the tests' runtimes: the same Go
+// guests are compiled by many tests.
+var testCache = wazero.NewCompilationCache()
+
 func newRuntime(tb testing.TB) wazero.Runtime {
 	tb.Helper()
 	ctx := context.Background()
-	r := wazero.NewRuntime(ctx)
+	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(testCache))
 	tb.Cleanup(func() { r.Close(ctx) })
 	wasi_snapshot_preview1.MustInstantiate(ctx, r)
 	return r
