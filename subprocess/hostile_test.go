@@ -94,6 +94,7 @@ func TestHostileSetsidDoubleFork(t *testing.T) {
 			// ignores SIGTERM, must not survive it.
 			assertNoneLeft(t, mark, 3*time.Second)
 			mustServe(t, ok)
+			waitRetired(t, tool)
 			if _, err := call(t, tool, `{}`, 10*time.Second); err != nil {
 				t.Fatalf("hostile tool after restart: %v", err)
 			}
@@ -105,19 +106,42 @@ func TestHostileSetsidDoubleFork(t *testing.T) {
 func TestHostileIgnoresSIGTERM(t *testing.T) {
 	const grace = 300 * time.Millisecond
 	a := newTestAdapter(t, func(c *Config) { c.KillGrace = grace })
+	ok := healthy(t, a)
 	mark := newMark(t)
 	s := testSpec(testPluginSum(), "echo", "ignore-sigterm", mark)
 	tool := load(t, a, s)
 	mustServe(t, tool)
-	if _, err := call(t, tool, `{"n":5}`, 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
 	start := time.Now()
-	a.Close()
+	tool.(*pluginTool).stopAll()
 	took := time.Since(start)
 	assertNoneLeft(t, mark, 0)
 	if took < grace || took > grace+2*time.Second {
 		t.Fatalf("stop took %s; want the grace period %s, then SIGKILL", took, grace)
+	}
+	mustServe(t, ok)
+}
+
+func TestConcurrentCalls(t *testing.T) {
+	a := newTestAdapter(t, nil)
+	mark := newMark(t)
+	tool := load(t, a, testSpec(testPluginSum(), "echo", "serve", mark))
+	errs := make(chan error, 16)
+	for i := 0; i < 16; i++ {
+		go func() {
+			res, err := call(t, tool, `{"text":"`+strconv.Itoa(i)+`"}`, 20*time.Second)
+			if err == nil && res.TextContent() != "echo: "+strconv.Itoa(i) {
+				err = errors.New("wrong answer " + res.TextContent())
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < 16; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(marked(mark)); n != 1 {
+		t.Fatalf("%d plugin processes for one tool", n)
 	}
 }
 
@@ -368,4 +392,24 @@ func TestIdleStop(t *testing.T) {
 	}
 	assertNoneLeft(t, mark, 2*time.Second)
 	mustServe(t, tool) // started again on demand
+}
+
+// waitRetired waits until the host noticed that the tool's plugin exited by
+// itself (a call racing with that exit fails with TOOL_UNAVAILABLE).
+func waitRetired(t *testing.T, tool plugin.Tool) {
+	t.Helper()
+	pt := tool.(*pluginTool)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		pt.mu.Lock()
+		cur := pt.cur
+		pt.mu.Unlock()
+		if cur == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the plugin's exit went unnoticed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
