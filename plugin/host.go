@@ -212,6 +212,9 @@ func (h *Host) Register(spec Spec, t Tool) error {
 	if t == nil {
 		return fmt.Errorf("tool %q: nil tool", spec.Name)
 	}
+	// The policy is the host's from here on: the caller's slices must not
+	// reach it.
+	spec.Capabilities = spec.Capabilities.clone()
 	if err := h.checkSpec(&spec); err != nil {
 		return err
 	}
@@ -315,7 +318,7 @@ func (h *Host) Tool(name string) (ToolInfo, bool) {
 func (e *entry) info() ToolInfo {
 	ti := ToolInfo{
 		Descriptor: e.desc, Tier: e.spec.Tier, Approval: e.spec.Approval, Kind: e.spec.Source.Kind,
-		Capabilities: e.spec.Capabilities, Limits: e.spec.Limits, Available: true,
+		Capabilities: e.spec.Capabilities.clone(), Limits: e.spec.Limits, Available: true,
 	}
 	if a, ok := e.tool.(Availability); ok {
 		ti.Available, ti.Unavailable = a.Available()

@@ -490,6 +490,16 @@ func (c Capabilities) Exceeding(grants Capabilities) []CapabilityViolation {
 	return out
 }
 
+// clone returns c with slices of its own.
+func (c Capabilities) clone() Capabilities {
+	c.Mounts = slices.Clone(c.Mounts)
+	c.Hosts = slices.Clone(c.Hosts)
+	c.Secrets = slices.Clone(c.Secrets)
+	c.Invoke = slices.Clone(c.Invoke)
+	c.Env = slices.Clone(c.Env)
+	return c
+}
+
 // CanInvoke reports whether c allows invoking the named tool.
 func (c Capabilities) CanInvoke(name string) bool {
 	return slices.Contains(c.Invoke, "*") || slices.Contains(c.Invoke, name)
