@@ -236,3 +236,31 @@ func TestHostCloseWithIncomparableTools(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPolicyIsCopied: the host keeps its own copy of a tool's policy, so
+// neither the Spec a caller registered nor a listing it was given can
+// change what a registered tool may do.
+func TestPolicyIsCopied(t *testing.T) {
+	h := newHost(t, plugin.Options{Grants: plugin.Capabilities{Invoke: []string{"*"}}})
+	mustRegister(t, h, plugin.Spec{Name: "echo"}, echoArgs())
+	mustRegister(t, h, plugin.Spec{Name: "admin"}, echoArgs())
+	spec := plugin.Spec{Name: "caller", Capabilities: plugin.Capabilities{Invoke: []string{"echo"}}}
+	mustRegister(t, h, spec, fn(`{"type":"object","properties":{"to":{"type":"string"}}}`, func(ctx context.Context, req *plugin.Request) (*plugin.Result, error) {
+		var in struct{ To string }
+		req.DecodeArguments(&in)
+		_, err := req.Invoker.Invoke(ctx, plugin.Call{Name: in.To})
+		return textResult("called"), err
+	}))
+
+	spec.Capabilities.Invoke[0] = "admin" // the caller's slice
+	info, _ := h.Tool("caller")
+	info.Capabilities.Invoke[0] = "admin" // the listing's slice
+
+	res, err := invoke(t, h, call("caller", `{"to":"admin"}`))
+	wantErr(t, res, err, plugin.CodeCapabilityDenied, "", `may not invoke "admin"`)
+	res, err = invoke(t, h, call("caller", `{"to":"echo"}`))
+	wantOK(t, res, err, "called")
+	if info, _ := h.Tool("caller"); info.Capabilities.Invoke[0] != "echo" {
+		t.Errorf("listing shows invoke %v", info.Capabilities.Invoke)
+	}
+}
