@@ -40,6 +40,10 @@ type HTTPOptions struct {
 	// Mcp-Session-Id, or one address before it has a session) may have in
 	// flight (default 8); more get 429.
 	MaxConcurrent int
+	// MaxConcurrentTotal caps the JSON-RPC requests in flight across all
+	// clients (default 64), so that opening many sessions does not get
+	// around MaxConcurrent; more get 429.
+	MaxConcurrentTotal int
 	// SessionTimeout closes sessions idle that long (default 30m).
 	SessionTimeout time.Duration
 }
@@ -50,6 +54,9 @@ func (o HTTPOptions) withDefaults() HTTPOptions {
 	}
 	if o.MaxConcurrent <= 0 {
 		o.MaxConcurrent = 8
+	}
+	if o.MaxConcurrentTotal <= 0 {
+		o.MaxConcurrentTotal = 64
 	}
 	if o.SessionTimeout <= 0 {
 		o.SessionTimeout = 30 * time.Minute
@@ -87,6 +94,7 @@ type guard struct {
 
 	mu       sync.Mutex
 	inflight map[string]int
+	total    int           // requests in flight, all clients
 	posts    int           // POSTs being served
 	idle     chan struct{} // closed while posts == 0
 }
@@ -174,7 +182,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !g.acquire(key) {
 		w.Header().Set("Retry-After", "1")
-		httpError(w, http.StatusTooManyRequests, fmt.Sprintf("more than %d requests in flight for this client", g.opts.MaxConcurrent))
+		httpError(w, http.StatusTooManyRequests, fmt.Sprintf("too many requests in flight (at most %d per client, %d in all)", g.opts.MaxConcurrent, g.opts.MaxConcurrentTotal))
 		return
 	}
 	defer g.release(key)
@@ -184,16 +192,18 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (g *guard) acquire(key string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.inflight[key] >= g.opts.MaxConcurrent {
+	if g.inflight[key] >= g.opts.MaxConcurrent || g.total >= g.opts.MaxConcurrentTotal {
 		return false
 	}
 	g.inflight[key]++
+	g.total++
 	return true
 }
 
 func (g *guard) release(key string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.total--
 	if g.inflight[key]--; g.inflight[key] <= 0 {
 		delete(g.inflight, key)
 	}

@@ -181,6 +181,41 @@ func TestHTTPHostile(t *testing.T) {
 	stillServes(t, url, token)
 }
 
+// Many sessions do not get around the per-client cap: the total caps them.
+func TestHTTPTotalConcurrency(t *testing.T) {
+	th := newTestHost(t)
+	url, _ := httpServer(t, newServer(t, th.Host), mcp.HTTPOptions{MaxConcurrent: 2, MaxConcurrentTotal: 3})
+	fourth := httpSession(t, url, clientOptions{}, "")
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // runs before wg.Wait
+	for range 3 {
+		cs := httpSession(t, url, clientOptions{}, "")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cs.CallTool(ctx, &sdk.CallToolParams{Name: "block", Arguments: map[string]any{}})
+		}()
+		select {
+		case <-th.started:
+		case <-time.After(10 * time.Second):
+			t.Fatal("blocking call did not start")
+		}
+	}
+	cs := fourth
+	_, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "fx_echo", Arguments: map[string]any{"text": "fourth"}})
+	if err == nil || !strings.Contains(err.Error(), "429") && !strings.Contains(strings.ToLower(err.Error()), "too many") {
+		t.Errorf("fourth call across sessions: %v, want 429", err)
+	}
+	cancel()
+	wg.Wait()
+	res := call(t, cs, "fx_echo", map[string]any{"text": "after"})
+	if callText(t, res) != "after" {
+		t.Errorf("after the blocked calls ended: %q", callText(t, res))
+	}
+}
+
 func TestHTTPGracefulShutdown(t *testing.T) {
 	t.Run("finishes", func(t *testing.T) {
 		th := newTestHost(t)

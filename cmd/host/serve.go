@@ -26,6 +26,7 @@ type serveFlags struct {
 	allowOrigins  []string
 	maxBody       string
 	maxConcurrent int
+	maxTotal      int
 	grace         time.Duration
 }
 
@@ -59,6 +60,7 @@ func (a *app) serveCommand() *cobra.Command {
 	fl.StringArrayVar(&f.allowOrigins, "allow-origin", nil, "accept this browser Origin besides loopback ones (HTTP, repeatable)")
 	fl.StringVar(&f.maxBody, "max-body", "4MiB", "largest request body accepted (HTTP)")
 	fl.IntVar(&f.maxConcurrent, "max-concurrent", 8, "requests one client may have in flight (HTTP)")
+	fl.IntVar(&f.maxTotal, "max-concurrent-total", 64, "requests all clients together may have in flight (HTTP)")
 	fl.DurationVar(&f.grace, "grace", 10*time.Second, "on shutdown, how long calls in flight may run before they are cancelled")
 	return cmd
 }
@@ -108,7 +110,7 @@ func hostOf(addr string) string {
 }
 
 func (f serveFlags) httpOptions() (mcp.HTTPOptions, error) {
-	o := mcp.HTTPOptions{AllowedHosts: f.allowHosts, AllowedOrigins: f.allowOrigins, MaxConcurrent: f.maxConcurrent}
+	o := mcp.HTTPOptions{AllowedHosts: f.allowHosts, AllowedOrigins: f.allowOrigins, MaxConcurrent: f.maxConcurrent, MaxConcurrentTotal: f.maxTotal}
 	n, err := plugin.ParseSize(f.maxBody)
 	if err != nil {
 		return o, fmt.Errorf("--max-body: %w", err)
