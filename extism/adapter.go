@@ -65,6 +65,7 @@ type Adapter struct {
 	lookup   LookupFunc
 	tmpBase  string
 	fuel     bool
+	modDir   string // transformed modules, under the cache directory
 
 	mu     sync.Mutex
 	tools  []*wasmTool
@@ -111,6 +112,10 @@ func New(cfg Config) (*Adapter, error) {
 		if err := os.Chmod(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("extism: cache dir: %w", err)
 		}
+		a.modDir = filepath.Join(dir, "modules")
+		if err := os.MkdirAll(a.modDir, 0o700); err != nil {
+			return nil, fmt.Errorf("extism: cache dir: %w", err)
+		}
 		c, err := wazero.NewCompilationCacheWithDir(dir)
 		if err != nil {
 			return nil, fmt.Errorf("extism: cache dir: %w", err)
@@ -154,6 +159,66 @@ func (a *Adapter) Ready(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// transform applies the load-time rewrites to a module: the guest
+// initialiser is renamed so instances can be initialised ahead of time,
+// fuel metering is added, then the configured transforms run. With a cache
+// directory the result is kept there under key, so a later start reads it
+// instead of rewriting again (wazero's compilation cache is keyed by these
+// bytes).
+func (a *Adapter) transform(raw []byte, info *moduleInfo, key string) ([]byte, error) {
+	var file string
+	if a.modDir != "" {
+		file = filepath.Join(a.modDir, sha256Hex([]byte(key))+".wasm")
+		if b, err := os.ReadFile(file); err == nil {
+			return b, nil
+		}
+	}
+	code := raw
+	var err error
+	if info.initName != "" {
+		if code, err = renameExport(code, info.initName, initExport); err != nil {
+			return nil, err
+		}
+	}
+	if a.fuel {
+		switch metered, err := fuel.Instrument(code); {
+		case errors.Is(err, fuel.ErrInstrumented):
+			// metered already
+		case err != nil:
+			return nil, err
+		default:
+			code = metered
+		}
+	}
+	for _, x := range a.xforms {
+		if code, err = x.Apply(code); err != nil {
+			return nil, fmt.Errorf("transform %s: %w", x.Name, err)
+		}
+	}
+	if file != "" {
+		if err := writeFileAtomic(file, code); err != nil {
+			a.log.Warn("caching the transformed module", "file", file, "error", err)
+		}
+	}
+	return code, nil
+}
+
+func writeFileAtomic(name string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(name), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), name)
 }
 
 // artifact returns the module bytes a source names.
@@ -223,34 +288,19 @@ func (a *Adapter) Load(ctx context.Context, spec *plugin.Spec) (plugin.Tool, err
 			"set export = \"<name>\" to call a plain Extism function", where, strings.Join(info.funcExports(), ", "))
 	}
 
-	// Transforms: the guest initialiser is renamed so that instances can be
-	// initialised ahead of time, then the configured rewriters run.
-	code := raw
+	// The module is transformed (initialiser renamed, fuel, configured
+	// transforms) and compiled in the background; key names the result.
 	key := got
 	if info.initName != "" {
-		if code, err = renameExport(code, info.initName, initExport); err != nil {
-			return nil, fail("%s: %v", where, err)
-		}
 		key += "+init"
 	}
 	if a.fuel {
-		switch metered, err := fuel.Instrument(code); {
-		case errors.Is(err, fuel.ErrInstrumented):
-			// metered already
-		case err != nil:
-			return nil, fail("%s: %v", where, err)
-		default:
-			code = metered
-			key += "+fuel"
-		}
+		key += "+fuel"
 	}
 	for _, x := range a.xforms {
-		if code, err = x.Apply(code); err != nil {
-			return nil, fail("%s: transform %s: %v", where, x.Name, err)
-		}
 		key += "+" + x.Name
 	}
-
+	code := raw
 	t := newTool(a, spec, mode, info, code, key, where)
 	a.mu.Lock()
 	if a.closed {

@@ -103,6 +103,14 @@ func (t *wasmTool) guestName() string {
 func (t *wasmTool) compile() {
 	defer close(t.done)
 	start := time.Now()
+	code, err := t.a.transform(t.code, t.info, t.key)
+	if err != nil {
+		t.code = nil
+		t.compErr = plugin.Errorf(plugin.CodeToolUnavailable, "%s: %v", t.where, err)
+		t.log.Error("transforming the module failed", "error", err)
+		return
+	}
+	t.code = code
 	cfg := map[string]string{}
 	for k, v := range t.spec.Source.Config {
 		cfg[k] = v
