@@ -11,6 +11,7 @@ import (
 // type "resource" whose URI is "toolhost-artifact:<name>" (a diff, a
 // report). The pipeline stores its text under that name and lists the
 // reference in Result.Artifacts; the item itself leaves the content.
+// A binary resource carries its bytes in Content.Data and is kept as is.
 const ArtifactURIPrefix = "toolhost-artifact:"
 
 // keepArtifacts stores the result's artifact resources and removes them
@@ -32,11 +33,18 @@ func (h *Host) keepArtifacts(ctx context.Context, call Call, secrets *Secrets, r
 		if name == "" {
 			name = call.ID
 		}
-		mime := c.MIMEType
-		if mime == "" {
+		// Binary resources (an image, a PDF) carry Data; text ones carry Text,
+		// redacted like any output.
+		data, mime := []byte(secrets.Redact(c.Text)), c.MIMEType
+		if len(c.Data) > 0 {
+			data = c.Data
+			if mime == "" {
+				mime = "application/octet-stream"
+			}
+		} else if mime == "" {
 			mime = "text/plain; charset=utf-8"
 		}
-		ref, err := h.artifacts.Put(ctx, ArtifactMeta{Name: name, MIMEType: mime, CallID: call.ID, Tool: call.Name}, []byte(secrets.Redact(c.Text)))
+		ref, err := h.artifacts.Put(ctx, ArtifactMeta{Name: name, MIMEType: mime, CallID: call.ID, Tool: call.Name}, data)
 		if err != nil {
 			h.log.Warn("artifact not kept", "tool", call.Name, "call_id", call.ID, "artifact", name, "error", err)
 			continue

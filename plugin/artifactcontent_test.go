@@ -72,3 +72,45 @@ func TestArtifactContent(t *testing.T) {
 		})
 	}
 }
+
+// A binary artifact resource (an image a remote server returned) is kept
+// byte for byte.
+func TestArtifactContentBinary(t *testing.T) {
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe")
+	h, err := plugin.NewHost(plugin.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	tool := plugin.Func(plugin.Descriptor{}, func(context.Context, *plugin.Request) (*plugin.Result, error) {
+		return &plugin.Result{Content: []plugin.Content{
+			plugin.Text("here is the chart"),
+			{Type: "resource", URI: plugin.ArtifactURIPrefix + "chart.png", MIMEType: "image/png", Data: png},
+			{Type: "resource", URI: plugin.ArtifactURIPrefix + "blob", Data: []byte{0, 1, 2}},
+		}}, nil
+	})
+	if err := h.Register(plugin.Spec{Name: "chart"}, tool); err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.Invoke(context.Background(), plugin.Call{Name: "chart"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Content) != 1 || len(res.Artifacts) != 2 {
+		t.Fatalf("content %+v, artifacts %+v", res.Content, res.Artifacts)
+	}
+	for i, want := range []struct {
+		mime string
+		data []byte
+	}{{"image/png", png}, {"application/octet-stream", []byte{0, 1, 2}}} {
+		ref, rc, err := h.Artifact(context.Background(), res.Artifacts[i].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		if ref.MIMEType != want.mime || string(b) != string(want.data) {
+			t.Errorf("artifact %d: %s %q, want %s %q", i, ref.MIMEType, b, want.mime, want.data)
+		}
+	}
+}
