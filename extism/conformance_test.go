@@ -12,7 +12,12 @@ import (
 func TestConformance(t *testing.T) {
 	plugintest.Run(t, plugintest.Harness{
 		Load: func(t testing.TB, fixture string) plugin.Tool {
-			return load(t, guestSpec("fixtures", fixture))
+			sp := guestSpec("fixtures", fixture)
+			// The suite calls sleep with a 200ms timeout right after two
+			// other sleep calls; a deeper pool keeps fresh instances ready
+			// even when building them is slow (-race).
+			sp.Limits.Pool = 6
+			return load(t, sp)
 		},
 	})
 }

@@ -3,10 +3,12 @@ package extism
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolhost/toolhost/plugin"
 )
@@ -94,7 +96,7 @@ func TestBuiltins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := New(Config{Builtins: func(name string) ([]byte, bool) {
+	a, err := New(Config{CacheDir: cacheDir, Builtins: func(name string) ([]byte, bool) {
 		if name == "textstats" {
 			return b, true
 		}
@@ -116,7 +118,11 @@ func TestBuiltins(t *testing.T) {
 
 func TestTransformHook(t *testing.T) {
 	var seen int
-	a, err := New(Config{Transforms: []Transform{{Name: "count-v1", Apply: func(b []byte) ([]byte, error) {
+	// A name of its own, so that the transformed-module cache does not
+	// already hold the result; the output equals the input, so compiling
+	// hits the package's compilation cache.
+	name := fmt.Sprintf("count-%d", time.Now().UnixNano())
+	a, err := New(Config{CacheDir: cacheDir, Transforms: []Transform{{Name: name, Apply: func(b []byte) ([]byte, error) {
 		seen++
 		if _, err := scanModule(b); err != nil {
 			return nil, err
@@ -132,7 +138,7 @@ func TestTransformHook(t *testing.T) {
 	if seen != 1 {
 		t.Fatalf("transform ran %d times, want 1", seen)
 	}
-	if k := tool.(*wasmTool).key; !strings.HasSuffix(k, "+count-v1") {
+	if k := tool.(*wasmTool).key; !strings.HasSuffix(k, "+"+name) {
 		t.Fatalf("cache key %q does not name the transform", k)
 	}
 	if _, err := New(Config{Transforms: []Transform{{Name: "x"}}}); err == nil {

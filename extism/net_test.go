@@ -81,7 +81,7 @@ func TestNetwork(t *testing.T) {
 		"mapped.test":   "::ffff:127.0.0.1",
 		"metadata.test": "169.254.169.254",
 	}
-	a, err := New(Config{Lookup: func(ctx context.Context, host string) ([]netip.Addr, error) {
+	a, err := New(Config{CacheDir: cacheDir, Lookup: func(ctx context.Context, host string) ([]netip.Addr, error) {
 		if s, ok := names[host]; ok {
 			return []netip.Addr{netip.MustParseAddr(s)}, nil
 		}
