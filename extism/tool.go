@@ -58,7 +58,8 @@ type wasmTool struct {
 	live     atomic.Int64   // instances not yet closed
 	kick     chan struct{}
 	quit     chan struct{}
-	wg       sync.WaitGroup
+	wg       sync.WaitGroup // the refill goroutine
+	running  sync.WaitGroup // guest code executing (timed-out guests included)
 	closeOne sync.Once
 }
 
@@ -469,7 +470,9 @@ func (t *wasmTool) run(ctx context.Context, req *plugin.Request, export string, 
 		// stops at its next host call, sleep or fuel check failure, after
 		// which the instance is disposed of like every other.
 		done := make(chan callResult, 1)
+		t.running.Add(1)
 		go func() {
+			defer t.running.Done()
 			rc, out, err := inst.p.CallWithContext(gctx, export, input)
 			done <- callResult{rc, out, err}
 		}()
@@ -490,7 +493,9 @@ func (t *wasmTool) run(ctx context.Context, req *plugin.Request, export string, 
 			return nil, false, 0, plugin.Errorf(plugin.CodeToolExecutionTimeout, "the tool did not finish within %s", limits.Timeout)
 		}
 	} else {
+		t.running.Add(1)
 		r.rc, r.out, r.err = inst.p.CallWithContext(gctx, export, input)
+		t.running.Done()
 	}
 	defer t.refillLater()
 	defer t.retire(inst)
@@ -565,6 +570,9 @@ func (t *wasmTool) Close() error {
 		close(t.quit)
 		<-t.done
 		t.wg.Wait()
+		// A guest that outlived its deadline runs until its fuel is spent;
+		// its memory and runtime must not go away under it.
+		t.running.Wait()
 		t.closeRetired()
 		if t.pool != nil {
 			for {
