@@ -709,7 +709,11 @@ func toPluginResult(res *sdk.CallToolResult) (*plugin.Result, error) {
 		case *sdk.TextContent:
 			out.Content = append(out.Content, plugin.Text(c.Text))
 		case *sdk.ImageContent:
-			out.Content = append(out.Content, plugin.Content{Type: "image", Data: c.Data, MIMEType: c.MIMEType})
+			// The model sees the image; the call keeps it as an artifact too,
+			// so that it can be fetched by ID after the conversation moves on.
+			out.Content = append(out.Content,
+				plugin.Content{Type: "image", Data: c.Data, MIMEType: c.MIMEType},
+				plugin.Content{Type: "resource", URI: plugin.ArtifactURIPrefix + fmt.Sprintf("image-%d%s", len(out.Content), imageExt(c.MIMEType)), MIMEType: c.MIMEType, Data: c.Data})
 		case *sdk.AudioContent:
 			out.Content = append(out.Content, plugin.Content{Type: "audio", Data: c.Data, MIMEType: c.MIMEType})
 		case *sdk.ResourceLink:
@@ -726,7 +730,9 @@ func toPluginResult(res *sdk.CallToolResult) (*plugin.Result, error) {
 					plugin.Textf("[resource %s (%s) kept as an artifact of this call]", rc.URI, plugin.FormatSize(int64(len(rc.Text)))),
 					plugin.Content{Type: "resource", URI: plugin.ArtifactURIPrefix + artifactName(rc.URI), MIMEType: rc.MIMEType, Text: rc.Text})
 			default:
-				out.Content = append(out.Content, plugin.Content{Type: "resource", URI: rc.URI, MIMEType: rc.MIMEType, Data: rc.Blob})
+				out.Content = append(out.Content,
+					plugin.Textf("[resource %s (%s, %s) kept as an artifact of this call]", rc.URI, rc.MIMEType, plugin.FormatSize(int64(len(rc.Blob)))),
+					plugin.Content{Type: "resource", URI: plugin.ArtifactURIPrefix + artifactName(rc.URI), MIMEType: rc.MIMEType, Data: rc.Blob})
 			}
 		}
 	}
@@ -846,3 +852,20 @@ func (c *capReader) Read(p []byte) (int, error) {
 }
 
 func (c *capReader) Close() error { return c.rc.Close() }
+
+// imageExt returns a file extension for an image MIME type ("" if unknown).
+func imageExt(mime string) string {
+	switch mime {
+	case "image/png":
+		return ".png"
+	case "image/jpeg":
+		return ".jpg"
+	case "image/gif":
+		return ".gif"
+	case "image/webp":
+		return ".webp"
+	case "image/svg+xml":
+		return ".svg"
+	}
+	return ""
+}

@@ -160,7 +160,26 @@ func TestClientEverything(t *testing.T) {
 			}
 		}
 		if img == nil || img.MIMEType != "image/png" || !bytes.HasPrefix(img.Data, []byte("\x89PNG")) {
-			t.Errorf("image = %+v", res.Content)
+			t.Fatalf("image = %+v", res.Content)
+		}
+		// The image is also kept as an artifact of the call, byte for byte.
+		var kept *plugin.ArtifactRef
+		for i := range res.Artifacts {
+			if res.Artifacts[i].MIMEType == "image/png" {
+				kept = &res.Artifacts[i]
+			}
+		}
+		if kept == nil {
+			t.Fatalf("image not kept as an artifact: %+v", res.Artifacts)
+		}
+		_, rc, err := rh.Host.Artifact(context.Background(), kept.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		if !bytes.Equal(b, img.Data) {
+			t.Errorf("artifact holds %d bytes, want the image's %d", len(b), len(img.Data))
 		}
 	})
 	t.Run("resource kept as artifact", func(t *testing.T) {
