@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -267,13 +268,19 @@ func (r *remote) lookupSecrets(ctx context.Context) *plugin.Secrets {
 func (r *remote) setHeaders(sec *plugin.Secrets) error {
 	h := http.Header{}
 	for k, v := range r.srv.Headers {
-		x := sec.Expand(v)
-		for _, n := range r.secrets {
-			if strings.Contains(x, "${"+n+"}") {
-				return fmt.Errorf("header %s uses the secret %s, which has no value", k, n)
+		// Find the secrets the header names ($NAME or ${NAME}) that have
+		// no value; Expand leaves those as written.
+		var missing string
+		os.Expand(v, func(name string) string {
+			if _, ok := sec.Value(name); !ok && missing == "" && slices.Contains(r.secrets, name) {
+				missing = name
 			}
+			return ""
+		})
+		if missing != "" {
+			return fmt.Errorf("header %s uses the secret %s, which has no value", k, missing)
 		}
-		h.Set(k, x)
+		h.Set(k, sec.Expand(v))
 	}
 	r.mu.Lock()
 	r.headers = h
