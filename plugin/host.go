@@ -190,6 +190,9 @@ func (h *Host) checkSpec(spec *Spec) error {
 	if !ValidToolName(spec.Name) {
 		return fmt.Errorf("tool name %q: use 1-128 letters, digits, '_', '-', '.' or '/'", spec.Name)
 	}
+	if spec.Disabled {
+		return fmt.Errorf("tool %q is disabled in its spec; a disabled tool is not loaded", spec.Name)
+	}
 	if spec.Tier == 0 {
 		spec.Tier = TierSideEffecting
 	}

@@ -639,10 +639,14 @@ type Outcome struct {
 	Err    error
 }
 
+// maxBatchConcurrency bounds how many read_only calls of a batch run at
+// once, so that a batch of thousands cannot start thousands of sandboxes.
+const maxBatchConcurrency = 16
+
 // InvokeBatch runs calls and returns their outcomes in request order.
-// Consecutive read_only calls run concurrently; any other call runs alone,
-// after everything before it finished and before anything after it starts,
-// so side effects happen in the order requested.
+// Consecutive read_only calls run concurrently (at most 16 at a time); any
+// other call runs alone, after everything before it finished and before
+// anything after it starts, so side effects happen in the order requested.
 func (h *Host) InvokeBatch(ctx context.Context, calls []Call) []Outcome {
 	out := make([]Outcome, len(calls))
 	i := 0
@@ -658,10 +662,12 @@ func (h *Host) InvokeBatch(ctx context.Context, calls []Call) []Outcome {
 			j++
 		}
 		var wg sync.WaitGroup
+		slots := make(chan struct{}, maxBatchConcurrency)
 		for k := i; k < j; k++ {
+			slots <- struct{}{}
 			wg.Add(1)
 			go func() {
-				defer wg.Done()
+				defer func() { <-slots; wg.Done() }()
 				r, err := h.Invoke(ctx, calls[k])
 				out[k] = Outcome{r, err}
 			}()

@@ -73,6 +73,8 @@ type Request struct {
 	// Spec is the policy the tool runs under: effective capabilities
 	// (declared ∩ granted) and limits with defaults applied. Adapters enforce
 	// the parts that only they can (mounts, hosts, memory, counters).
+	// It is the host's own copy, shared by every call of the tool: read it,
+	// never write to it.
 	Spec *Spec
 	// Secrets resolves the secrets the tool was granted. Never nil.
 	Secrets *Secrets
