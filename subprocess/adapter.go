@@ -27,7 +27,8 @@ type Config struct {
 	// ScratchDir is where per-process scratch directories (the plugin's
 	// working directory, HOME and TMPDIR) and go-plugin socket directories
 	// are created; created 0700 if missing. Keep it short: unix socket paths
-	// are limited to 108 bytes. Default: a fresh directory under os.TempDir().
+	// are limited to 108 bytes. Default: a fresh directory under
+	// os.TempDir(), removed by Close.
 	ScratchDir string
 	// ShimPath is the executable re-executed as the sandbox shim; it must
 	// call MaybeRunShim first thing in main. Default: os.Executable(). Tests
@@ -79,6 +80,8 @@ type Config struct {
 	// process, besides its own plugin directory and granted mounts.
 	// Default: /usr /lib /lib64 /lib32 /bin /sbin /etc /opt /proc /sys /dev.
 	SystemReadDirs []string
+
+	ownScratch bool // ScratchDir was made by New; Close removes it
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -98,6 +101,7 @@ func (c Config) withDefaults() (Config, error) {
 			return c, fmt.Errorf("subprocess: scratch directory: %w", err)
 		}
 		c.ScratchDir = d
+		c.ownScratch = true
 	}
 	if err := os.MkdirAll(c.ScratchDir, 0o700); err != nil {
 		return c, fmt.Errorf("subprocess: scratch directory: %w", err)
@@ -277,6 +281,9 @@ func (a *Adapter) Close() error {
 	}
 	wg.Wait()
 	removeCgroup(a.cgroupParent)
+	if a.cfg.ownScratch {
+		_ = os.RemoveAll(a.cfg.ScratchDir)
+	}
 	return nil
 }
 

@@ -60,10 +60,12 @@ type shimConfig struct {
 //		os.Exit(run(os.Args[1:]))
 //	}
 //
-// When it takes over, it never returns: it applies the rlimits, Landlock rules
-// and seccomp filter described in the package documentation and execs the
-// plugin, or exits with status 126 and a message on stderr if it cannot.
-// Tests that use the test binary as the shim call it from TestMain.
+// When it takes over, it never returns: it joins the tree's cgroup, applies
+// the rlimits, Landlock rules and seccomp filter described in the package
+// documentation, starts the plugin, supervises it (killing its process group
+// if the host goes away) and exits with the plugin's status (128+signal if a
+// signal killed it) — or exits with status 126 and a message on stderr if it
+// cannot. Tests that use the test binary as the shim call it from TestMain.
 func MaybeRunShim() {
 	if len(os.Args) < 3 || os.Args[1] != shimArg {
 		return

@@ -1,6 +1,7 @@
 package subprocess
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -267,7 +268,7 @@ func decodeResult(out []byte, max int64) (*plugin.Result, error) {
 		return nil, plugin.LimitError("output", "the plugin's result (%d bytes) is larger than the output limit %s", len(out), plugin.FormatSize(max))
 	}
 	var r shared.CallToolResult
-	dec := json.NewDecoder(strings.NewReader(string(out)))
+	dec := json.NewDecoder(bytes.NewReader(out))
 	if err := dec.Decode(&r); err != nil {
 		return nil, plugin.Errorf(plugin.CodeOutputInvalid, "the plugin returned a result that is not MCP tools/call JSON: %v", err)
 	}
@@ -431,12 +432,14 @@ func (p *proc) isStopped() bool {
 func (p *proc) stopIdle() {
 	if p.idle != nil {
 		p.idle.Stop()
-		p.idle = nil
 	}
 }
 
 func (p *proc) armIdle(d time.Duration, f func()) {
-	p.stopIdle()
+	if p.idle != nil {
+		p.idle.Reset(d)
+		return
+	}
 	p.idle = time.AfterFunc(d, f)
 }
 
