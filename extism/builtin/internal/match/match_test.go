@@ -1,6 +1,9 @@
 package match
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestGlob(t *testing.T) {
 	tests := []struct {
@@ -72,4 +75,34 @@ func TestIgnore(t *testing.T) {
 	if ig.Ignored("sub/a.tmp", false) || n != 2 {
 		t.Errorf("Truncate did not drop the sub rules")
 	}
+}
+
+// FuzzGlob feeds arbitrary patterns and paths: Compile either refuses a
+// pattern or returns a glob whose Match never panics, and a literal
+// pattern always matches itself.
+func FuzzGlob(f *testing.F) {
+	f.Add("src/**/*.{go,md}", "src/a/b.go")
+	f.Add("[a-", "x")
+	f.Add("**", "")
+	f.Fuzz(func(t *testing.T, pattern, p string) {
+		g, err := Compile(pattern)
+		if err != nil {
+			return
+		}
+		g.Match(p)
+		if !strings.ContainsAny(pattern, `*?[]{}\`) && !strings.HasPrefix(pattern, "/") && !strings.HasPrefix(pattern, "./") && !strings.Contains(pattern, "//") && !g.Match(pattern) {
+			t.Fatalf("literal %q does not match itself", pattern)
+		}
+	})
+}
+
+// FuzzIgnore feeds arbitrary .gitignore content and paths.
+func FuzzIgnore(f *testing.F) {
+	f.Add("*.log\n!keep.log\n/build/\n", "a/b.log", true)
+	f.Fuzz(func(t *testing.T, content, p string, dir bool) {
+		var ig Ignore
+		ig.Add("", content)
+		ig.Add("sub", content)
+		ig.Ignored(p, dir)
+	})
 }

@@ -3,6 +3,7 @@ package mounts
 import (
 	"errors"
 	"io/fs"
+	"path"
 	"strings"
 	"syscall"
 	"testing"
@@ -81,4 +82,25 @@ func TestParseSize(t *testing.T) {
 			t.Errorf("ParseSize(%q) succeeded", in)
 		}
 	}
+}
+
+// FuzzResolve checks that whatever the input, a resolved path is clean and
+// inside a mount, and a refusal carries a code.
+func FuzzResolve(f *testing.F) {
+	for _, s := range []string{"a/b", "../x", "/workspace/../etc", "/data/kb/x", "a\x00b", "\xff"} {
+		f.Add(s)
+	}
+	s := New("/workspace", "/data/kb")
+	f.Fuzz(func(t *testing.T, in string) {
+		p, err := s.Resolve(in)
+		if err != nil {
+			if err.Code == "" || err.Msg == "" {
+				t.Fatalf("Resolve(%q): error without code or message", in)
+			}
+			return
+		}
+		if path.Clean(p.Abs) != p.Abs || (!within("/workspace", p.Abs) && !within("/data/kb", p.Abs)) {
+			t.Fatalf("Resolve(%q) = %q, outside the mounts", in, p.Abs)
+		}
+	})
 }

@@ -100,3 +100,16 @@ func TestDiffFallback(t *testing.T) {
 		t.Fatal("fallback script does not rebuild the inputs")
 	}
 }
+
+// FuzzDiff checks that the edit script of any two texts rebuilds both.
+func FuzzDiff(f *testing.F) {
+	f.Add("a\nb\nc\n", "a\nc\nd")
+	f.Add("", "x")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		ga, gb := apply(diff(splitLines(a), splitLines(b)))
+		if ga != a || gb != b {
+			t.Fatalf("script does not rebuild %q → %q", a, b)
+		}
+		Unified("a", "b", a, b, 3)
+	})
+}
