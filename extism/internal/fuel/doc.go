@@ -25,8 +25,9 @@
 // markers block, loop, else, end and nop, which are free; each loop
 // iteration and each function call costs at least one unit. Charges are made
 // per straight-line stretch of code when it is entered, so a call that traps
-// for another reason has been charged for the whole stretch it was in. Bulk
-// memory instructions (memory.copy, memory.fill) cost one unit whatever their
-// length; the wall-clock deadline remains the bound for time spent outside
-// guest code.
+// for another reason has been charged for the whole stretch it was in.
+// Instructions whose work grows with an operand also pay for it before they
+// run: memory.fill/copy/init one unit per 64 bytes, memory.grow 1024 units per
+// page, table.fill/copy/init/grow one unit per 8 elements. The wall-clock
+// deadline remains the bound for time spent outside guest code.
 package fuel

@@ -363,3 +363,55 @@ func TestSameFuelInInterpreterAndCompiler(t *testing.T) {
 		}
 	}
 }
+
+// TestBulkInstructionsPayForTheirLength checks that memory.fill, memory.copy
+// and memory.grow are charged by size, so a loop of large bulk operations
+// cannot run for long on little fuel.
+func TestBulkInstructionsPayForTheirLength(t *testing.T) {
+	ctx := context.Background()
+	i32v := wasmbin.FuncType{Params: []byte{wasmbin.I32}}
+	fill := asm{}.i32(0).i32(7).idx(wasmbin.OpLocalGet, 0).op(wasmbin.OpPrefixFC, 11, 0)    // memory.fill
+	cp := asm{}.i32(100).i32(0).idx(wasmbin.OpLocalGet, 0).op(wasmbin.OpPrefixFC, 10, 0, 0) // memory.copy
+	grow := asm{}.idx(wasmbin.OpLocalGet, 0).op(0x40, 0, wasmbin.OpDrop)                    // memory.grow
+	spin := asm{}.op(wasmbin.OpLoop, wasmbin.BlockTypeEmpty).incr(0).
+		i32(0).i32(1).i32(60000).op(wasmbin.OpPrefixFC, 11, 0).idx(wasmbin.OpBr, 0).op(wasmbin.OpEnd)
+	tm := &testModule{
+		types:   []wasmbin.FuncType{voidType, i32v},
+		funcs:   []testFunc{{typ: 1, body: fill}, {typ: 1, body: cp}, {typ: 1, body: grow}, {typ: 0, body: spin}},
+		memory:  true,
+		globals: []wasmbin.Global{counterGlobal()},
+		exports: []wasmbin.Export{
+			{Name: "fill", Kind: wasmbin.KindFunc, Index: 0}, {Name: "copy", Kind: wasmbin.KindFunc, Index: 1},
+			{Name: "grow", Kind: wasmbin.KindFunc, Index: 2}, {Name: "spin", Kind: wasmbin.KindFunc, Index: 3},
+			{Name: "count", Kind: wasmbin.KindGlobal},
+		},
+	}
+	wasm, err := Instrument(tm.encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRuntime(t, nil)
+	mod := instantiate(t, ctx, r, wasm)
+	for _, tc := range []struct {
+		fn   string
+		arg  uint64
+		want int64
+	}{
+		{"fill", 0, 4}, {"fill", 6400, 4 + 100}, {"copy", 6400, 4 + 100}, {"grow", 2, 3 + 2*1024},
+	} {
+		m := NewMeter(1 << 40)
+		if _, err := mod.ExportedFunction(tc.fn).Call(WithMeter(ctx, m), tc.arg); err != nil {
+			t.Fatal(err)
+		}
+		if m.Used() != tc.want {
+			t.Errorf("%s(%d) used %d, want %d", tc.fn, tc.arg, m.Used(), tc.want)
+		}
+	}
+	m := NewMeter(1_000_000)
+	if _, err := mod.ExportedFunction("spin").Call(WithMeter(ctx, m)); !errors.Is(err, ErrExhausted) {
+		t.Fatalf("spin: err = %v", err)
+	}
+	if n := mod.ExportedGlobal("count").Get(); n > 1_000_000/937 {
+		t.Fatalf("%d fills of 60000 bytes on 10^6 fuel", n)
+	}
+}

@@ -157,7 +157,15 @@ func (g *generator) stmt(a asm, depth int) asm {
 		a = a.op(wasmbin.OpBlock, wasmbin.BlockTypeEmpty).idx(wasmbin.OpBr, 0)
 		return g.stmts(a, depth+1).op(wasmbin.OpEnd)
 	case 10:
-		return a.idx(wasmbin.OpGlobalGet, 0).i32(1).op(opI32Add).idx(wasmbin.OpGlobalSet, 0)
+		if g.src.intn(2) == 0 {
+			return a.idx(wasmbin.OpGlobalGet, 0).i32(1).op(opI32Add).idx(wasmbin.OpGlobalSet, 0)
+		}
+		// Bulk memory within the first page: fill or copy.
+		d, n := int32(g.src.intn(256)*128), int32(g.src.intn(256)*128)
+		if g.src.intn(2) == 0 {
+			return g.expr(a.i32(d), 0).i32(n).op(wasmbin.OpPrefixFC, 11, 0)
+		}
+		return a.i32(d).i32(int32(g.src.intn(256)*128)).i32(n).op(wasmbin.OpPrefixFC, 10, 0, 0)
 	default:
 		a = g.expr(a, 0).op(wasmbin.OpBlock, typeUnary)
 		a = g.expr(a, 0).op(opI32Xor, wasmbin.OpEnd)

@@ -22,7 +22,7 @@ const (
 // Version names the output format of Instrument. Hosts that cache compiled
 // instrumented modules under their own keys include it, so that a change to
 // the rewriter does not reuse stale code.
-const Version = "fuel-v1"
+const Version = "fuel-v2"
 
 // ErrInstrumented is returned by Instrument for a module that already imports
 // from ImportModule.
@@ -303,7 +303,8 @@ func endsSegment(op byte) bool {
 func (ins *instrumenter) function(code *wasmbin.Code, nParams int, results []byte) ([]byte, error) {
 	body := code.Body
 	local := uint32(uint64(nParams) + code.NumLocals())
-	code.Locals = append(code.Locals, wasmbin.LocalRun{Count: 1, Type: wasmbin.I64})
+	scratch := local + 1 // i32: the length operand of bulk instructions
+	code.Locals = append(code.Locals, wasmbin.LocalRun{Count: 1, Type: wasmbin.I64}, wasmbin.LocalRun{Count: 1, Type: wasmbin.I32})
 
 	// Pass 1: the cost of every segment, in order.
 	ins.costs = append(ins.costs[:0], 0)
@@ -370,6 +371,9 @@ func (ins *instrumenter) function(code *wasmbin.Code, nParams int, results []byt
 			wasmbin.OpReturnCall, wasmbin.OpReturnCallIndirect:
 			out = ins.flush(out, local)
 		}
+		if shift, ok := bulkCost(&in); ok {
+			out = ins.chargeLength(out, local, scratch, shift, depth+1)
+		}
 		out = wasmbin.AppendInstr(out, body, &in, ins.remap)
 		switch in.Op {
 		case wasmbin.OpCall, wasmbin.OpCallIndirect:
@@ -420,6 +424,46 @@ func (ins *instrumenter) appendBlockType(out []byte, results []byte) []byte {
 		ins.blockType[string(results)] = ti
 	}
 	return wasmbin.AppendS64(out, int64(ti))
+}
+
+// bulkCost reports whether in's cost grows with its last operand (a byte,
+// element or page count on top of the stack), and the scale: the charge is
+// count>>shift for shift >= 0, count<<-shift otherwise.
+func bulkCost(in *wasmbin.Instr) (shift int, ok bool) {
+	switch {
+	case in.Op == 0x40: // memory.grow: 1024 units per 64 KiB page
+		return -10, true
+	case in.Op == wasmbin.OpPrefixFC:
+		switch in.Sub {
+		case 8, 10, 11: // memory.init, memory.copy, memory.fill: 1 unit per 64 bytes
+			return 6, true
+		case 12, 14, 15, 17: // table.init, table.copy, table.grow, table.fill: 1 unit per 8 elements
+			return 3, true
+		}
+	}
+	return 0, false
+}
+
+// chargeLength emits code that charges for the count on top of the stack
+// (kept there) and traps at once if that exhausts the fuel, so that one bulk
+// instruction cannot run far past the budget.
+func (ins *instrumenter) chargeLength(out []byte, local, scratch uint32, shift int, trap int) []byte {
+	out = appendLocal(out, wasmbin.OpLocalTee, scratch)
+	out = appendLocal(out, wasmbin.OpLocalGet, local)
+	out = appendLocal(out, wasmbin.OpLocalGet, scratch)
+	out = append(out, 0xad) // i64.extend_i32_u
+	out = append(out, wasmbin.OpI64Const)
+	if shift >= 0 {
+		out = wasmbin.AppendS64(out, int64(shift))
+		out = append(out, 0x88) // i64.shr_u
+	} else {
+		out = wasmbin.AppendS64(out, int64(-shift))
+		out = append(out, 0x86) // i64.shl
+	}
+	out = append(out, wasmbin.OpI64Sub)
+	out = appendLocal(out, wasmbin.OpLocalTee, local)
+	out = append(out, wasmbin.OpI64Const, 0, wasmbin.OpI64LtS)
+	return appendLocal(out, wasmbin.OpBrIf, uint32(trap))
 }
 
 func (ins *instrumenter) flush(out []byte, local uint32) []byte {
