@@ -364,3 +364,20 @@ func TestFilesystemDelete(t *testing.T) {
 		t.Fatalf("directory gone: %v", err)
 	}
 }
+
+// TestFilesystemSearchBigDirectory lists a directory whose entries do not
+// fit one WASI readdir buffer.
+func TestFilesystemSearchBigDirectory(t *testing.T) {
+	dir := t.TempDir()
+	long := strings.Repeat("n", 150)
+	for i := range 3000 {
+		writeFiles(t, dir, map[string]string{fmt.Sprintf("big/%s%04d.txt", long, i): "x\n"})
+	}
+	h := newHost(t, fsSpec("filesystem.search", dir, nil))
+	if got := mustText(t, h, "filesystem.search", `{"pattern":"zebra"}`); got != "[no matches; 3000 files searched]" {
+		t.Fatalf("got %q", got)
+	}
+	if got := mustText(t, h, "filesystem.search", `{"name":"*2999.txt"}`); !strings.HasSuffix(got, "2999.txt\n[1 files]") {
+		t.Fatalf("got %q", got)
+	}
+}
