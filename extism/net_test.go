@@ -74,6 +74,11 @@ func TestNetwork(t *testing.T) {
 		http.Redirect(w, r, fmt.Sprintf("http://127.0.0.1:%d/", otherPort), http.StatusFound)
 	})
 	_ = redirSrv
+	// A redirect to a name the allowlist accepts but which resolves to
+	// loopback: refused when dialling.
+	_, redirNamePort := testServer(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, fmt.Sprintf("http://public.test:%d/", otherPort), http.StatusFound)
+	})
 
 	// A resolver mapping test names to addresses, standing in for DNS.
 	names := map[string]string{
@@ -152,6 +157,8 @@ func TestNetwork(t *testing.T) {
 		{"short IP", allowOK, fmt.Sprintf("http://127.1:%d/", okPort)},
 		{"redirect to loopback", []plugin.HostRule{rule(t, fmt.Sprintf("127.0.0.1:%d", redirPort))}, fmt.Sprintf("http://127.0.0.1:%d/", redirPort)},
 		{"file scheme", allowOK, "file:///etc/passwd"},
+		{"redirect to a name resolving to loopback", []plugin.HostRule{rule(t, fmt.Sprintf("127.0.0.1:%d", redirNamePort)), rule(t, "*.test")},
+			fmt.Sprintf("http://127.0.0.1:%d/", redirNamePort)},
 	}
 	for _, tc := range refused {
 		t.Run("refused "+tc.name, func(t *testing.T) {
