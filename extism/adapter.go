@@ -295,7 +295,7 @@ func (a *Adapter) Load(ctx context.Context, spec *plugin.Spec) (plugin.Tool, err
 		key += "+init"
 	}
 	if a.fuel {
-		key += "+fuel"
+		key += "+" + fuel.Version // a new cost model must not reuse code metered by an old one
 	}
 	for _, x := range a.xforms {
 		key += "+" + x.Name
