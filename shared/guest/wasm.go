@@ -11,12 +11,16 @@ import (
 	pdk "github.com/extism/go-pdk"
 )
 
-// fastIO reports whether the host offers input on stdin and takes output
-// from stdout (toolhost does; other Extism hosts do not).
-func fastIO() bool {
+// hostFastIO is whether the host offers input on stdin and takes output
+// from stdout (toolhost does; other Extism hosts do not). The host's
+// configuration is fixed for the life of the module, so it is read once,
+// while the module initialises, instead of in every call.
+var hostFastIO = func() bool {
 	v, ok := pdk.GetConfig("toolhost.fast_io")
 	return ok && v == "stdio"
-}
+}()
+
+func fastIO() bool { return hostFastIO }
 
 // input returns the export's input by the fastest path available.
 func input(fast bool) []byte {
