@@ -280,7 +280,7 @@ func (a *Adapter) Close() error {
 		}()
 	}
 	wg.Wait()
-	removeCgroup(a.cgroupParent)
+	removeCgroupWhenEmpty(a.cgroupParent) // after the trees' own, removed as they are reaped
 	if a.cfg.ownScratch {
 		_ = os.RemoveAll(a.cfg.ScratchDir)
 	}

@@ -9,4 +9,7 @@ type group struct {
 	root   int
 	pgid   int
 	cgroup string // cgroup directory, "" if none
+	// sealed: the seccomp filter keeps every member in the process group,
+	// so the group is the whole tree.
+	sealed bool
 }

@@ -46,7 +46,7 @@ type launchSpec struct {
 // call killTree on the group to remove its cgroup.
 func (a *Adapter) command(ls *launchSpec) (*exec.Cmd, *group, error) {
 	cfg := a.shimConfig(ls)
-	g := &group{}
+	g := &group{sealed: a.hard.Seccomp}
 	if a.cgroupParent != "" {
 		dir, err := newCgroup(a.cgroupParent, fmt.Sprintf("t%d", a.seq.Add(1)), a.cfg.MaxThreads)
 		if err != nil {

@@ -95,7 +95,8 @@ func signalGroup(pgid int, sig syscall.Signal) {
 // cgroup's member list is authoritative: every descendant is born in it and
 // none can leave it (cgroupfs is read-only under Landlock, and the plugin
 // runs in its own PID namespace or process group either way). Without one,
-// it walks root's descendants through /proc/<pid>/task/<tid>/children and,
+// a sealed group's members are the processes of its process group; else it
+// walks root's descendants through /proc/<pid>/task/<tid>/children and,
 // when full is set, adds every process of the group pgid found by a scan
 // of all processes (orphans re-parented to the host).
 func tree(ctx context.Context, g *group, full bool) []int {
@@ -105,6 +106,18 @@ func tree(ctx context.Context, g *group, full bool) []int {
 		}
 	}
 	root, pgid := g.root, g.pgid
+	if g.sealed && pgid > 1 {
+		// One getpgid per process on the machine: cheaper than walking
+		// the children of every thread of the tree.
+		var out []int
+		pids, _ := process.PidsWithContext(ctx)
+		for _, p := range pids {
+			if g, err := unix.Getpgid(int(p)); err == nil && g == pgid && alive(int(p)) {
+				out = append(out, int(p))
+			}
+		}
+		return out
+	}
 	seen := map[int]bool{}
 	var out []int
 	queue := []int{root}
@@ -176,7 +189,9 @@ func killTree(ctx context.Context, g *group, grace time.Duration) error {
 	if g == nil || g.root == 0 {
 		return nil
 	}
-	defer removeCgroup(g.cgroup)
+	// The cgroup can be removed only once its last member is reaped, which
+	// is not this function's job: remove it in the background.
+	defer func() { go removeCgroupWhenEmpty(g.cgroup) }()
 	root, pgid := g.root, g.pgid
 	procs := tree(ctx, g, true)
 	if len(procs) == 0 {
@@ -189,21 +204,26 @@ func killTree(ctx context.Context, g *group, grace time.Duration) error {
 		}
 		deadline := time.Now().Add(grace)
 		for time.Now().Before(deadline) {
-			if len(tree(ctx, g, false)) == 0 && !groupAlive(pgid) {
-				return nil
+			if procs = liveOf(procs); len(procs) == 0 {
+				if procs = tree(ctx, g, true); len(procs) == 0 {
+					return nil
+				}
 			}
 			time.Sleep(2 * time.Millisecond)
 		}
 	}
 	for i := 0; ; i++ {
 		signalGroup(pgid, syscall.SIGKILL)
-		procs = tree(ctx, g, true)
 		for _, p := range procs {
 			_ = unix.Kill(p, syscall.SIGKILL)
 		}
 		reapOrphans(procs, root)
-		if len(procs) == 0 {
-			return nil
+		if procs = liveOf(procs); len(procs) == 0 {
+			// Confirm with a full scan: a process forked just before the
+			// signal, or not seen before.
+			if procs = tree(ctx, g, true); len(procs) == 0 {
+				return nil
+			}
 		}
 		if ctx.Err() != nil {
 			return errors.New("processes survived the kill: " + pidList(procs))
@@ -212,9 +232,29 @@ func killTree(ctx context.Context, g *group, grace time.Duration) error {
 	}
 }
 
-// groupAlive reports whether any process of group pgid is still alive.
-func groupAlive(pgid int) bool {
-	return pgid > 1 && unix.Kill(-pgid, 0) == nil
+// liveOf returns the pids of procs that are alive (not zombies).
+func liveOf(procs []int) []int {
+	out := procs[:0]
+	for _, p := range procs {
+		if alive(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// removeCgroupWhenEmpty removes a cgroup once its members are gone and
+// reaped, trying for a few seconds.
+func removeCgroupWhenEmpty(dir string) {
+	if dir == "" {
+		return
+	}
+	for i := 0; i < 500; i++ {
+		if err := os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // reapOrphans waits for the processes that were re-parented to the host

@@ -47,3 +47,5 @@ func alive(int) bool { return false }
 func pidsCgroupAvailable() bool { return false }
 
 func waitExit(int, chan<- struct{}) {}
+
+func removeCgroupWhenEmpty(string) {}
