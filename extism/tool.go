@@ -271,6 +271,7 @@ func (t *wasmTool) describe(ctx context.Context) error {
 	if err := t.ready(ctx); err != nil {
 		return err
 	}
+	defer t.refillLater()
 	out, _, _, err := t.run(ctx, nil, exportListTools, []byte(`{}`))
 	if err != nil {
 		return fmt.Errorf("list_tools: %w", err)
@@ -307,6 +308,9 @@ func (t *wasmTool) Descriptor() plugin.Descriptor { return t.desc }
 
 // Call implements plugin.Tool: one call, one fresh instance.
 func (t *wasmTool) Call(ctx context.Context, req *plugin.Request) (*plugin.Result, error) {
+	// The pool is refilled once the call is completely done, so that the
+	// work does not compete with decoding the result.
+	defer t.refillLater()
 	if err := t.ready(ctx); err != nil {
 		return nil, t.wrap(ctx, err)
 	}
@@ -497,7 +501,6 @@ func (t *wasmTool) run(ctx context.Context, req *plugin.Request, export string, 
 		r.rc, r.out, r.err = inst.p.CallWithContext(gctx, export, input)
 		t.running.Done()
 	}
-	defer t.refillLater()
 	defer t.retire(inst)
 	var used uint64
 	if meter != nil && meter.Used() > 0 {
