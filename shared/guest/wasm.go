@@ -11,16 +11,24 @@ import (
 	pdk "github.com/extism/go-pdk"
 )
 
-// hostFastIO is whether the host offers input on stdin and takes output
-// from stdout (toolhost does; other Extism hosts do not). The host's
-// configuration is fixed for the life of the module, so it is read once,
-// while the module initialises, instead of in every call.
-var hostFastIO = func() bool {
-	v, ok := pdk.GetConfig("toolhost.fast_io")
-	return ok && v == "stdio"
-}()
+// fastIOState caches whether the host offers input on stdin and takes
+// output from stdout (toolhost does; other Extism hosts do not): 0 not
+// asked yet, 1 no, 2 yes. The host's configuration is fixed for the life of
+// the module, so it is asked once, on the first call. It is not asked while
+// the module initialises: reading the Extism configuration goes through the
+// host (extism:host/env), and a module whose initialisation calls the host
+// cannot be pre-initialised into a snapshot (docs/snapshot.md).
+var fastIOState uint8
 
-func fastIO() bool { return hostFastIO }
+func fastIO() bool {
+	if fastIOState == 0 {
+		fastIOState = 1
+		if v, ok := pdk.GetConfig("toolhost.fast_io"); ok && v == "stdio" {
+			fastIOState = 2
+		}
+	}
+	return fastIOState == 2
+}
 
 // input returns the export's input by the fastest path available.
 func input(fast bool) []byte {
@@ -43,15 +51,6 @@ func output(fast bool, b []byte) {
 		}
 	}
 	pdk.Output(b)
-}
-
-func init() {
-	// Exercise the I/O path once while the host initialises the instance
-	// (stdin is empty then).
-	if fastIO() {
-		_, _ = io.ReadAll(os.Stdin)
-		_, _ = os.Stdout.Write(nil)
-	}
 }
 
 //go:wasmexport list_tools
