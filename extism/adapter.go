@@ -146,8 +146,10 @@ func (a *Adapter) Close() error {
 }
 
 // Ready waits until every tool loaded so far has compiled (Load compiles in
-// the background) and returns their compilation errors. A host that wants
-// its first calls to find compiled code calls it after loading.
+// the background), starts filling their instance pools, and returns the
+// compilation errors. A long-running host calls it after loading so that its
+// first calls find compiled code and ready instances; without it, a tool's
+// pool starts filling at its first call.
 func (a *Adapter) Ready(ctx context.Context) error {
 	a.mu.Lock()
 	tools := append([]*wasmTool(nil), a.tools...)
@@ -156,7 +158,9 @@ func (a *Adapter) Ready(ctx context.Context) error {
 	for _, t := range tools {
 		if err := t.ready(ctx); err != nil {
 			errs = append(errs, err)
+			continue
 		}
+		t.refillLater() // start filling the pool
 	}
 	return errors.Join(errs...)
 }

@@ -168,10 +168,19 @@ func (t *wasmTool) ready(ctx context.Context) error {
 }
 
 // refill keeps the pool full until the tool closes.
+//
+// The pool starts filling on first use (the first call, or Adapter.Ready),
+// not when compilation ends: a one-shot host (host call) would only build
+// instances it never uses, competing with its one call.
 func (t *wasmTool) refill() {
 	defer t.wg.Done()
 	backoff := 10 * time.Millisecond
 	for {
+		select {
+		case <-t.kick:
+		case <-t.quit:
+			return
+		}
 		t.closeRetired()
 		for len(t.pool) < cap(t.pool) {
 			ctx, cancel := context.WithTimeout(context.Background(), t.limits.Timeout)
@@ -195,11 +204,6 @@ func (t *wasmTool) refill() {
 				return
 			}
 		}
-		select {
-		case <-t.kick:
-		case <-t.quit:
-			return
-		}
 	}
 }
 
@@ -215,6 +219,7 @@ func (t *wasmTool) take(ctx context.Context, spec *plugin.Spec) (*instance, erro
 		case inst := <-t.pool:
 			return inst, nil
 		default:
+			t.refillLater()
 		}
 	}
 	return t.newInstance(ctx, t.spec)
@@ -271,7 +276,6 @@ func (t *wasmTool) describe(ctx context.Context) error {
 	if err := t.ready(ctx); err != nil {
 		return err
 	}
-	defer t.refillLater()
 	out, _, _, err := t.run(ctx, nil, exportListTools, []byte(`{}`))
 	if err != nil {
 		return fmt.Errorf("list_tools: %w", err)
