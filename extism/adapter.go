@@ -54,6 +54,11 @@ type Config struct {
 	// adapter has wazero close a guest when its deadline passes, which puts
 	// a call into every loop iteration and makes loops ~40x slower.
 	DisableFuel bool
+	// DisableSnapshots makes instances run the guest's initialiser instead
+	// of starting from a snapshot taken at load (docs/snapshot.md). A Go
+	// guest's initialiser costs ~10 ms per instance; the snapshot costs
+	// ~0.5 s and a larger module at load.
+	DisableSnapshots bool
 }
 
 // Adapter loads wasm tools. It is safe for concurrent use.
@@ -65,6 +70,8 @@ type Adapter struct {
 	lookup   LookupFunc
 	tmpBase  string
 	fuel     bool
+	snap     bool   // pre-initialise modules (snapshot.go)
+	snapSeed []byte // per-host secret the snapshots' random state is derived from
 	modDir   string // transformed modules, under the cache directory
 
 	mu     sync.Mutex
@@ -83,6 +90,7 @@ func New(cfg Config) (*Adapter, error) {
 		lookup:   cfg.Lookup,
 		tmpBase:  cfg.TempDir,
 		fuel:     !cfg.DisableFuel,
+		snap:     !cfg.DisableSnapshots,
 	}
 	if a.log == nil {
 		a.log = hclog.NewNullLogger()
@@ -121,6 +129,11 @@ func New(cfg Config) (*Adapter, error) {
 			return nil, fmt.Errorf("extism: cache dir: %w", err)
 		}
 		a.cache = c
+		if a.snap {
+			if a.snapSeed, err = loadSeed(dir); err != nil {
+				return nil, fmt.Errorf("extism: snapshot seed: %w", err)
+			}
+		}
 	} else {
 		a.cache = wazero.NewCompilationCache()
 	}
@@ -167,11 +180,12 @@ func (a *Adapter) Ready(ctx context.Context) error {
 
 // transform applies the load-time rewrites to a module: the guest
 // initialiser is renamed so instances can be initialised ahead of time,
-// fuel metering is added, then the configured transforms run. With a cache
+// snap (if not nil) pre-initialises the module, fuel metering is added,
+// then the configured transforms run. With a cache
 // directory the result is kept there under key, so a later start reads it
 // instead of rewriting again (wazero's compilation cache is keyed by these
 // bytes).
-func (a *Adapter) transform(raw []byte, info *moduleInfo, key string) ([]byte, error) {
+func (a *Adapter) transform(raw []byte, info *moduleInfo, key string, snap func([]byte) []byte) ([]byte, error) {
 	var file string
 	if a.modDir != "" {
 		file = filepath.Join(a.modDir, sha256Hex([]byte(key))+".wasm")
@@ -185,6 +199,11 @@ func (a *Adapter) transform(raw []byte, info *moduleInfo, key string) ([]byte, e
 		if code, err = renameExport(code, info.initName, initExport); err != nil {
 			return nil, err
 		}
+	}
+	if snap != nil {
+		// Before fuel: the initialisation run is not metered, and the
+		// fuel counter is not captured.
+		code = snap(code)
 	}
 	if a.fuel {
 		switch metered, err := fuel.Instrument(code); {
@@ -303,6 +322,9 @@ func (a *Adapter) Load(ctx context.Context, spec *plugin.Spec) (plugin.Tool, err
 	}
 	for _, x := range a.xforms {
 		key += "+" + x.Name
+	}
+	if a.snap && info.initName != "" {
+		key += snapshotKey(guestPaths(spec)) // last: see snapshotKey
 	}
 	code := raw
 	t := newTool(a, spec, mode, info, code, key, where)

@@ -65,6 +65,13 @@ func instanceFrom(ctx context.Context) *instance {
 // newInstance instantiates and initialises a guest with spec's mounts. ctx
 // bounds the work.
 func (t *wasmTool) newInstance(ctx context.Context, spec *plugin.Spec) (_ *instance, err error) {
+	if !t.useSnapshot(spec) {
+		p, err := t.plainTool(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return p.newInstance(ctx, spec)
+	}
 	inst := &instance{t: t, spec: spec, limits: t.limits}
 	t.live.Add(1)
 	inst.mem.limit.Store(uint64(t.limits.Memory))
@@ -113,7 +120,7 @@ func (t *wasmTool) newInstance(ctx context.Context, spec *plugin.Spec) (_ *insta
 		return nil, fmt.Errorf("instantiate: %w", err)
 	}
 	inst.p.SetLogger(inst.guestLog)
-	if t.info.initName != "" {
+	if t.info.initName != "" && !t.snap.on { // a snapshot's initialiser is a no-op
 		ictx, cancel := context.WithTimeout(ctx, t.limits.Timeout)
 		defer cancel()
 		// Initialisation has its own fuel: ctx may be a nested call's,

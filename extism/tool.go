@@ -50,6 +50,7 @@ type wasmTool struct {
 	done     chan struct{}
 	compiled *extism.CompiledPlugin
 	compErr  error
+	snap     snapState // snapshot.go
 
 	desc plugin.Descriptor
 
@@ -104,7 +105,7 @@ func (t *wasmTool) guestName() string {
 func (t *wasmTool) compile() {
 	defer close(t.done)
 	start := time.Now()
-	code, err := t.a.transform(t.code, t.info, t.key)
+	code, err := t.a.transform(t.code, t.info, t.key, t.preinit())
 	if err != nil {
 		t.code = nil
 		t.compErr = plugin.Errorf(plugin.CodeToolUnavailable, "%s: %v", t.where, err)
@@ -112,6 +113,7 @@ func (t *wasmTool) compile() {
 		return
 	}
 	t.code = code
+	t.noteSnapshot(code)
 	cfg := map[string]string{}
 	for k, v := range t.spec.Source.Config {
 		cfg[k] = v
@@ -592,6 +594,7 @@ func (t *wasmTool) Close() error {
 				break
 			}
 		}
+		t.closePlain()
 		if t.compiled != nil {
 			_ = t.compiled.Close(context.Background())
 		}
