@@ -1,7 +1,6 @@
 package subprocess
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,9 +32,11 @@ type pluginTool struct {
 	a     *Adapter
 	spec  plugin.Spec
 	inner string // the tool's name inside the plugin
-	bin   *pinnedBinary
-	log   hclog.Logger
-	desc  plugin.Descriptor
+	// callPrefix is `{"params":{"name":<inner>,"arguments":`.
+	callPrefix []byte
+	bin        *pinnedBinary
+	log        hclog.Logger
+	desc       plugin.Descriptor
 
 	mu       sync.Mutex
 	cur      *proc
@@ -83,6 +84,8 @@ func (a *Adapter) loadPlugin(ctx context.Context, spec *plugin.Spec) (*pluginToo
 	if t.inner == "" {
 		t.inner = spec.Name
 	}
+	name, _ := json.Marshal(t.inner)
+	t.callPrefix = append(append([]byte(`{"params":{"name":`), name...), `,"arguments":`...)
 	t.desc = plugin.Descriptor{Name: spec.Name, Description: spec.Description,
 		InputSchema: spec.InputSchema, OutputSchema: spec.OutputSchema}
 	if len(spec.InputSchema) == 0 {
@@ -171,10 +174,13 @@ func (t *pluginTool) Call(ctx context.Context, req *plugin.Request) (*plugin.Res
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	body, err := json.Marshal(shared.CallToolRequest{Params: shared.CallToolParams{Name: t.inner, Arguments: args}})
-	if err != nil {
-		return nil, plugin.Errorf(plugin.CodeInvalidRequest, "arguments: %v", err)
+	if !json.Valid(args) {
+		return nil, plugin.Errorf(plugin.CodeInvalidRequest, "arguments: not valid JSON")
 	}
+	// {"params":{"name":...,"arguments":...}}, built without re-encoding
+	// the (already validated) arguments.
+	body := make([]byte, 0, len(t.callPrefix)+len(args)+2)
+	body = append(append(append(body, t.callPrefix...), args...), "}}"...)
 	out, err := p.rpc.CallTool(ctx, body, grpc.MaxCallRecvMsgSize(int(min(limits.Output, 1<<30))+(64<<10)))
 	if err != nil {
 		return nil, t.callError(ctx, p, limits, err)
@@ -268,12 +274,8 @@ func decodeResult(out []byte, max int64) (*plugin.Result, error) {
 		return nil, plugin.LimitError("output", "the plugin's result (%d bytes) is larger than the output limit %s", len(out), plugin.FormatSize(max))
 	}
 	var r shared.CallToolResult
-	dec := json.NewDecoder(bytes.NewReader(out))
-	if err := dec.Decode(&r); err != nil {
+	if err := json.Unmarshal(out, &r); err != nil { // trailing data is an error too
 		return nil, plugin.Errorf(plugin.CodeOutputInvalid, "the plugin returned a result that is not MCP tools/call JSON: %v", err)
-	}
-	if dec.More() {
-		return nil, plugin.Errorf(plugin.CodeOutputInvalid, "the plugin returned trailing data after its result")
 	}
 	res := &plugin.Result{StructuredContent: r.StructuredContent, IsError: r.IsError, Content: make([]plugin.Content, 0, len(r.Content))}
 	for i, c := range r.Content {
