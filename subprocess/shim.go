@@ -74,7 +74,15 @@ func MaybeRunShim() {
 	var err error
 	if os.Args[2] == "-" {
 		// A warm shim: started ahead of time, it waits for its
-		// configuration on stdin, then stdin is closed.
+		// configuration on stdin, then stdin is closed. It joins its
+		// cgroup (os.Args[3]) first: a cgroup v1 move waits for an RCU
+		// grace period, which is better spent before the start.
+		if len(os.Args) > 3 && os.Args[3] != "" {
+			if err := joinCgroup(os.Args[3]); err != nil {
+				fmt.Fprintf(os.Stderr, "toolhost shim: cgroup: %v\n", err)
+				os.Exit(shimExitCode)
+			}
+		}
 		err = json.NewDecoder(os.Stdin).Decode(&cfg)
 		if err == nil {
 			err = stdinToDevNull()

@@ -47,7 +47,7 @@ func (a *Adapter) prestart(b *pinnedBinary) (*warmShim, error) {
 		}
 		w.g.cgroup = dir
 	}
-	cmd := exec.Command(a.cfg.ShimPath, shimArg, "-")
+	cmd := exec.Command(a.cfg.ShimPath, shimArg, "-", w.g.cgroup)
 	cmd.Env = []string{}
 	cmd.Dir = scratch
 	cmd.SysProcAttr = sysProcAttr(a.hard.PIDNamespace)
@@ -81,7 +81,7 @@ func (a *Adapter) prestart(b *pinnedBinary) (*warmShim, error) {
 // launch sends the shim its configuration: from now on it becomes the
 // plugin.
 func (w *warmShim) launch(cfg *shimConfig) error {
-	cfg.Cgroup = w.g.cgroup
+	cfg.Cgroup = "" // joined while waiting
 	cfg.Dir = w.scratch
 	cfg.FD, cfg.Lifeline = 3, w.lifeline
 	b, err := json.Marshal(cfg)
