@@ -178,8 +178,8 @@ func (a *Adapter) Ready(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// transform applies the load-time rewrites to a module: the guest
-// initialiser is renamed so instances can be initialised ahead of time,
+// transform applies the load-time rewrites to a module: data segments are
+// coalesced (see coalesceData), the guest initialiser is renamed so instances can be initialised ahead of time,
 // snap (if not nil) pre-initialises the module, fuel metering is added,
 // then the configured transforms run. With a cache
 // directory the result is kept there under key, so a later start reads it
@@ -193,8 +193,10 @@ func (a *Adapter) transform(raw []byte, info *moduleInfo, key string, snap func(
 			return b, nil
 		}
 	}
-	code := raw
-	var err error
+	code, err := coalesceData(raw)
+	if err != nil {
+		return nil, err
+	}
 	if info.initName != "" {
 		if code, err = renameExport(code, info.initName, initExport); err != nil {
 			return nil, err
@@ -313,18 +315,18 @@ func (a *Adapter) Load(ctx context.Context, spec *plugin.Spec) (plugin.Tool, err
 
 	// The module is transformed (initialiser renamed, fuel, configured
 	// transforms) and compiled in the background; key names the result.
-	key := got
+	key := got + "+data"
 	if info.initName != "" {
 		key += "+init"
 	}
 	if a.fuel {
 		key += "+" + fuel.Version // a new cost model must not reuse code metered by an old one
 	}
+	if a.snap && info.initName != "" {
+		key += snapshotKey(guestPaths(spec))
+	}
 	for _, x := range a.xforms {
 		key += "+" + x.Name
-	}
-	if a.snap && info.initName != "" {
-		key += snapshotKey(guestPaths(spec)) // last: see snapshotKey
 	}
 	code := raw
 	t := newTool(a, spec, mode, info, code, key, where)

@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/toolhost/toolhost/extism/internal/snapshot"
+	"github.com/toolhost/toolhost/extism/internal/wasmbin"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -66,8 +67,8 @@ func guestPaths(spec *plugin.Spec) []string {
 }
 
 // snapshotKey names the snapshot transform and what it depends on, for the
-// transformed-module cache key. It comes last in the key, so that the key of
-// the plain module is the key without it.
+// transformed-module cache key; the key of the plain module is the key
+// without it.
 func snapshotKey(preopens []string) string {
 	q := make([]string, len(preopens))
 	for i, p := range preopens {
@@ -148,6 +149,8 @@ func (a *Adapter) preinitialize(code []byte, rawHash string, preopens []string, 
 	case errors.Is(err, snapshot.ErrRefused), errors.Is(err, snapshot.ErrNoInitializer):
 		log.Debug("not pre-initialising the module; instances run its initialiser", "reason", err.Error())
 		return code
+	case errors.Is(err, wasmbin.ErrMalformed):
+		return code // compiling it will say what is wrong
 	case err != nil:
 		log.Warn("pre-initialising the module failed; instances run its initialiser", "error", err)
 		return code
@@ -200,7 +203,7 @@ func (t *wasmTool) plainTool(ctx context.Context) (*wasmTool, error) {
 			t.snap.err = plugin.Errorf(plugin.CodeToolUnavailable, "%s: %v", t.where, err)
 			return
 		}
-		key, _ := strings.CutSuffix(t.key, snapshotKey(t.snap.preopens))
+		key := strings.Replace(t.key, snapshotKey(t.snap.preopens), "", 1)
 		p := newTool(t.a, t.spec, t.mode, t.info, raw, key, t.where)
 		p.snap.off = true
 		p.pool = nil // instances are made on demand
