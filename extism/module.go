@@ -2,10 +2,12 @@ package extism
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -221,4 +223,242 @@ func appendU32(b []byte, v uint32) []byte {
 func sha256Hex(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
+}
+
+// sleb32 reads a signed LEB128 32-bit integer.
+func (r *reader) sleb32() (int32, error) {
+	var v int64
+	var shift uint
+	for {
+		c, err := r.byte()
+		if err != nil {
+			return 0, err
+		}
+		v |= int64(c&0x7f) << shift
+		shift += 7
+		if c&0x80 == 0 {
+			if shift < 64 && c&0x40 != 0 {
+				v |= -1 << shift
+			}
+			return int32(v), nil
+		}
+		if shift >= 35 {
+			return 0, fmt.Errorf("%w: LEB128 too long at byte %d", errMalformed, r.off)
+		}
+	}
+}
+
+// skipLEB skips an unsigned LEB128 of any width.
+func (r *reader) skipLEB() error {
+	for {
+		c, err := r.byte()
+		if err != nil {
+			return err
+		}
+		if c&0x80 == 0 {
+			return nil
+		}
+	}
+}
+
+func appendS32(b []byte, v int32) []byte {
+	x := int64(v)
+	for {
+		c := byte(x & 0x7f)
+		x >>= 7
+		if (x == 0 && c&0x40 == 0) || (x == -1 && c&0x40 != 0) {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
+
+// importsMemory reports whether an import section payload imports a memory.
+func importsMemory(payload []byte) (bool, error) {
+	r := &reader{b: payload}
+	n, err := r.u32()
+	if err != nil {
+		return false, err
+	}
+	for i := uint32(0); i < n; i++ {
+		for range 2 { // module and field names
+			l, err := r.u32()
+			if err != nil {
+				return false, err
+			}
+			if _, err := r.bytes(l); err != nil {
+				return false, err
+			}
+		}
+		kind, err := r.byte()
+		if err != nil {
+			return false, err
+		}
+		switch kind {
+		case 0: // func: type index
+			err = r.skipLEB()
+		case 1: // table: reftype, limits
+			if _, err = r.byte(); err == nil {
+				err = r.skipLimits()
+			}
+		case 2:
+			return true, nil
+		case 3: // global: valtype, mutability
+			if _, err = r.byte(); err == nil {
+				_, err = r.byte()
+			}
+		case 4: // tag: attribute, type index
+			if _, err = r.byte(); err == nil {
+				err = r.skipLEB()
+			}
+		default:
+			return false, fmt.Errorf("%w: unknown import kind %d", errMalformed, kind)
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+func (r *reader) skipLimits() error {
+	flags, err := r.byte()
+	if err != nil {
+		return err
+	}
+	if err := r.skipLEB(); err != nil {
+		return err
+	}
+	if flags&1 != 0 {
+		return r.skipLEB()
+	}
+	return nil
+}
+
+// dataGap is the largest run of zeros coalesceData fills in to join two
+// data segments.
+const dataGap = 4 << 10
+
+// coalesceData merges a module's data segments into as few as possible.
+// Go's linker writes one active segment per run of non-zero bytes — tens of
+// thousands for a Go guest — and wazero evaluates and copies each one at
+// every instantiation (about 2 ms per instance for a Go guest). Segments
+// are joined when the gap between them is at most dataGap bytes, written as
+// zeros, which is what a fresh memory holds there anyway.
+//
+// It changes nothing (and returns b itself) unless it is certainly safe: every
+// segment active on memory 0 with an i32.const offset, no two overlapping
+// (then the order they are applied in does not matter), no data count section (so no instruction names a segment),
+// and no imported memory (whose gaps might not be zero).
+func coalesceData(b []byte) ([]byte, error) {
+	type seg struct {
+		off  uint32
+		data []byte
+	}
+	var segs []seg
+	var dataStart, dataEnd int
+	r := &reader{b: b, off: 8}
+	for r.off < len(b) {
+		start := r.off
+		id, err := r.byte()
+		if err != nil {
+			return nil, err
+		}
+		size, err := r.u32()
+		if err != nil {
+			return nil, err
+		}
+		payload, err := r.bytes(size)
+		if err != nil {
+			return nil, err
+		}
+		switch id {
+		case 2:
+			mem, err := importsMemory(payload)
+			if err != nil || mem {
+				return b, err
+			}
+		case 12:
+			return b, nil
+		case 11:
+			dataStart, dataEnd = start, r.off
+			pr := &reader{b: payload}
+			n, err := pr.u32()
+			if err != nil {
+				return nil, err
+			}
+			for i := uint32(0); i < n; i++ {
+				flag, err := pr.u32()
+				if err != nil {
+					return nil, err
+				}
+				if flag != 0 {
+					return b, nil
+				}
+				op, err := pr.byte()
+				if err != nil || op != 0x41 {
+					return b, err
+				}
+				off, err := pr.sleb32()
+				if err != nil {
+					return nil, err
+				}
+				if e, err := pr.byte(); err != nil || e != 0x0b {
+					return b, err
+				}
+				l, err := pr.u32()
+				if err != nil {
+					return nil, err
+				}
+				d, err := pr.bytes(l)
+				if err != nil {
+					return nil, err
+				}
+				segs = append(segs, seg{uint32(off), d})
+			}
+		}
+	}
+	if len(segs) < 2 {
+		return b, nil
+	}
+	// Go's linker writes segments section by section, not in address
+	// order. Segments that do not overlap can be applied in any order, so
+	// sort them; if any two overlap, leave the module alone.
+	slices.SortStableFunc(segs, func(x, y seg) int { return cmp.Compare(x.off, y.off) })
+	for i := 1; i < len(segs); i++ {
+		if uint64(segs[i].off) < uint64(segs[i-1].off)+uint64(len(segs[i-1].data)) {
+			return b, nil
+		}
+	}
+	var merged []seg
+	for _, s := range segs {
+		if k := len(merged) - 1; k >= 0 {
+			last := &merged[k]
+			lastEnd := uint64(last.off) + uint64(len(last.data))
+			if uint64(s.off)-lastEnd <= dataGap {
+				last.data = append(last.data, make([]byte, uint64(s.off)-lastEnd)...)
+				last.data = append(last.data, s.data...)
+				continue
+			}
+		}
+		merged = append(merged, seg{s.off, append([]byte(nil), s.data...)})
+	}
+	if len(merged) == len(segs) {
+		return b, nil
+	}
+	sec := appendU32(nil, uint32(len(merged)))
+	for _, s := range merged {
+		sec = append(sec, 0, 0x41)
+		sec = appendS32(sec, int32(s.off))
+		sec = append(sec, 0x0b)
+		sec = appendU32(sec, uint32(len(s.data)))
+		sec = append(sec, s.data...)
+	}
+	out := make([]byte, 0, len(b)-(dataEnd-dataStart)+len(sec)+6)
+	out = append(out, b[:dataStart]...)
+	out = append(out, 11)
+	out = appendU32(out, uint32(len(sec)))
+	out = append(out, sec...)
+	out = append(out, b[dataEnd:]...)
+	return out, nil
 }
