@@ -70,9 +70,10 @@ type Adapter struct {
 	lookup   LookupFunc
 	tmpBase  string
 	fuel     bool
-	snap     bool   // pre-initialise modules (snapshot.go)
-	snapSeed []byte // per-host secret the snapshots' random state is derived from
-	modDir   string // transformed modules, under the cache directory
+	snap     bool    // pre-initialise modules (snapshot.go)
+	snapSeed []byte  // per-host secret the snapshots' random state is derived from
+	mem      memPool // guest memories of closed instances, cleared, for reuse
+	modDir   string  // transformed modules, under the cache directory
 
 	mu     sync.Mutex
 	tools  []*wasmTool
@@ -155,6 +156,7 @@ func (a *Adapter) Close() error {
 		errs = append(errs, t.Close())
 	}
 	errs = append(errs, a.cache.Close(context.Background()))
+	a.mem.drain()
 	return errors.Join(errs...)
 }
 

@@ -75,6 +75,7 @@ func (t *wasmTool) newInstance(ctx context.Context, spec *plugin.Spec) (_ *insta
 	inst := &instance{t: t, spec: spec, limits: t.limits}
 	t.live.Add(1)
 	inst.mem.limit.Store(uint64(t.limits.Memory))
+	inst.mem.pool = &t.a.mem
 	inst.mem.onHit = inst.memoryHit
 	inst.stdout.inst = inst
 	inst.stderr.inst = inst
@@ -377,6 +378,7 @@ type memLimiter struct {
 	limit atomic.Uint64
 	hit   atomic.Bool
 	onHit func()
+	pool  *memPool // recycled reservations (unix)
 }
 
 // Allocate implements experimental.MemoryAllocator.

@@ -22,6 +22,9 @@ func mapMemory(m *memLimiter, max uint64) experimental.LinearMemory {
 	if max == 0 || max > 1<<32 {
 		return nil
 	}
+	if b := m.pool.get(max); b != nil {
+		return &mappedMemory{lim: m, buf: b}
+	}
 	b, err := syscall.Mmap(-1, 0, int(max), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON|mapNoReserve)
 	if err != nil {
 		return nil
@@ -42,7 +45,9 @@ func (l *mappedMemory) Reallocate(size uint64) []byte {
 // Free implements experimental.LinearMemory.
 func (l *mappedMemory) Free() {
 	if l.buf != nil {
-		_ = syscall.Munmap(l.buf[:cap(l.buf)])
+		if !l.lim.pool.put(l.buf) {
+			_ = syscall.Munmap(l.buf[:cap(l.buf)])
+		}
 		l.buf = nil
 	}
 }
