@@ -19,14 +19,24 @@ import (
 //
 //	go test ./extism -run '^$' -bench 'BenchmarkSnapshot' -count 5
 
+//
+// The modes: snapshot or plain module, each with the adapter's recycled
+// guest memories and with a fresh memory reservation per instance
+// ("fresh-mem"); plain/fresh-mem is the adapter before snapshots.
 var snapModes = []struct {
-	name string
-	off  bool
-}{{"snapshot", false}, {"plain", true}}
+	name       string
+	off        bool
+	noRecycled bool
+}{
+	{"snapshot", false, false},
+	{"plain", true, false},
+	{"snapshot-fresh-mem", false, true},
+	{"plain-fresh-mem", true, true},
+}
 
 // snapBenchHost loads filesystem.read over a directory holding a 4 KiB
 // file, in a host whose adapter has snapshots on or off.
-func snapBenchHost(b *testing.B, off bool, pool int) (*plugin.Host, *wasmTool, *plugin.Spec) {
+func snapBenchHost(b *testing.B, off, noRecycled bool, pool int) (*plugin.Host, *wasmTool, *plugin.Spec) {
 	b.Helper()
 	dir := b.TempDir()
 	line := "The quick brown fox jumps over the lazy dog, again and again.\n"
@@ -36,6 +46,9 @@ func snapBenchHost(b *testing.B, off bool, pool int) (*plugin.Host, *wasmTool, *
 	a, err := New(Config{CacheDir: cacheDir, Builtins: builtin.Lookup, DisableSnapshots: off})
 	if err != nil {
 		b.Fatal(err)
+	}
+	if noRecycled {
+		a.mem.drain() // a drained pool keeps nothing
 	}
 	sp := plugin.Spec{
 		Name:         "filesystem.read",
@@ -73,7 +86,7 @@ func snapBenchHost(b *testing.B, off bool, pool int) (*plugin.Host, *wasmTool, *
 func BenchmarkSnapshotInstance(b *testing.B) {
 	for _, m := range snapModes {
 		b.Run("mode="+m.name, func(b *testing.B) {
-			_, t, sp := snapBenchHost(b, m.off, -1)
+			_, t, sp := snapBenchHost(b, m.off, m.noRecycled, -1)
 			ctx := context.Background()
 			d := make([]time.Duration, 0, b.N)
 			b.ReportAllocs()
@@ -103,7 +116,7 @@ func BenchmarkSnapshotInstance(b *testing.B) {
 func BenchmarkSnapshotFreshCall(b *testing.B) {
 	for _, m := range snapModes {
 		b.Run("mode="+m.name, func(b *testing.B) {
-			h, _, _ := snapBenchHost(b, m.off, -1)
+			h, _, _ := snapBenchHost(b, m.off, m.noRecycled, -1)
 			benchReads(b, h)
 		})
 	}
@@ -115,7 +128,7 @@ func BenchmarkSnapshotFreshCall(b *testing.B) {
 func BenchmarkSnapshotSustained(b *testing.B) {
 	for _, m := range snapModes {
 		b.Run("mode="+m.name, func(b *testing.B) {
-			h, _, _ := snapBenchHost(b, m.off, 0)
+			h, _, _ := snapBenchHost(b, m.off, m.noRecycled, 0)
 			benchReads(b, h)
 		})
 	}
