@@ -38,8 +38,10 @@ func (greeter) CallTool(_ context.Context, name string, args json.RawMessage) (*
 // through go-plugin's own transport.
 func client(t *testing.T) *shared.Client {
 	t.Helper()
-	c, s := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{shared.PluginName: &shared.GRPCPlugin{Impl: greeter{}}})
-	t.Cleanup(func() { c.Close(); s.Stop() })
+	c, _ := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{shared.PluginName: &shared.GRPCPlugin{Impl: greeter{}}})
+	// Close asks the server to shut down (go-plugin's controller); stopping
+	// the server here as well would race with that.
+	t.Cleanup(func() { c.Close() })
 	raw, err := c.Dispense(shared.PluginName)
 	if err != nil {
 		t.Fatal(err)
