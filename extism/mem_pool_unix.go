@@ -24,11 +24,12 @@ const (
 	// memPoolSize bounds the reservations kept: enough for back-to-back
 	// calls (a call returns its memory, the next instance takes it) and
 	// the pools' refills.
-	memPoolSize = 8
-	// memPoolMaxUsed is the most a memory may have used to be kept:
-	// clearing it costs about as much as faulting it in again, and larger
-	// ones would hold too much resident memory while idle.
-	memPoolMaxUsed = 64 << 20
+	memPoolSize = 4
+	// memPoolMaxUsed is the most a memory may have used to be kept (a Go
+	// guest uses ~5 MiB after initialisation): larger ones would hold too
+	// much resident memory while idle. The pool holds at most
+	// memPoolSize × memPoolMaxUsed = 64 MiB.
+	memPoolMaxUsed = 16 << 20
 )
 
 // get returns a cleared reservation of exactly size bytes, or nil.
