@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/toolhost/toolhost/extism/internal/testcache"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -82,7 +83,7 @@ func run(m *testing.M) int {
 	if len(errs) > 0 {
 		return 1
 	}
-	cacheDir = filepath.Join(dir, "cache")
+	cacheDir = testcache.Dir(filepath.Join(dir, "cache"))
 	shared, err = New(Config{CacheDir: cacheDir, Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr})})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolhost/toolhost/extism"
 	"github.com/toolhost/toolhost/extism/builtin"
+	"github.com/toolhost/toolhost/extism/internal/testcache"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -37,7 +38,7 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	adapter, err = extism.New(extism.Config{
-		CacheDir: filepath.Join(dir, "cache"),
+		CacheDir: testcache.Dir(filepath.Join(dir, "cache")),
 		Builtins: builtin.Lookup,
 		Logger:   hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr}),
 	})

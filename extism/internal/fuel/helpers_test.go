@@ -12,6 +12,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/toolhost/toolhost/extism/internal/testcache"
 )
 
 var (
@@ -64,7 +65,7 @@ func newRuntime(tb testing.TB, cfg wazero.RuntimeConfig) wazero.Runtime {
 	if cfg == nil {
 		cfg = wazero.NewRuntimeConfig()
 	}
-	r := wazero.NewRuntimeWithConfig(ctx, cfg)
+	r := wazero.NewRuntimeWithConfig(ctx, cfg.WithCompilationCache(testcache.Cache()))
 	tb.Cleanup(func() { r.Close(ctx) })
 	wasi_snapshot_preview1.MustInstantiate(ctx, r)
 	if _, err := InstantiateHostModule(ctx, r); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/toolhost/toolhost/extism/internal/testcache"
 )
 
 var builds sync.Map // package dir -> *buildResult
@@ -64,7 +65,7 @@ func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
 
 // testCache shares compiled code between the tests' runtimes: the same Go
 // guests are compiled by many tests.
-var testCache = wazero.NewCompilationCache()
+var testCache = testcache.Cache()
 
 func newRuntime(tb testing.TB) wazero.Runtime {
 	tb.Helper()
