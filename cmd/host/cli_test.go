@@ -202,3 +202,22 @@ func TestCLIApprovalPrompt(t *testing.T) {
 		}
 	}
 }
+
+// host doctor reports what is in force, for people and as JSON.
+func TestCLIDoctor(t *testing.T) {
+	r := runCLI(t, "", "doctor")
+	if r.code != 0 || !strings.Contains(r.stdout, "subprocess tier:") || !strings.Contains(r.stdout, "seccomp filter") {
+		t.Fatalf("doctor: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	j := runCLI(t, "", "doctor", "--json")
+	var v struct {
+		Version    string `json:"version"`
+		Subprocess struct {
+			OS        string
+			Supported bool
+		} `json:"subprocess"`
+	}
+	if err := json.Unmarshal([]byte(j.stdout), &v); err != nil || v.Version == "" || v.Subprocess.OS == "" {
+		t.Fatalf("doctor --json: %v\n%s", err, j.stdout)
+	}
+}
