@@ -40,7 +40,7 @@ func (m *moduleInfo) hasFunc(name string) bool {
 func (m *moduleInfo) funcExports() []string {
 	var out []string
 	for n, k := range m.exports {
-		if k == 0 && n != m.initName && !strings.HasPrefix(n, "toolhost.") {
+		if k == 0 && n != m.initName && !strings.HasPrefix(n, "toolhost.") && n != "toolhost_fast_io_v1" {
 			out = append(out, n)
 		}
 	}

@@ -11,24 +11,22 @@ import (
 	pdk "github.com/extism/go-pdk"
 )
 
-// fastIOState caches whether the host offers input on stdin and takes
-// output from stdout (toolhost does; other Extism hosts do not): 0 not
-// asked yet, 1 no, 2 yes. The host's configuration is fixed for the life of
-// the module, so it is asked once, on the first call. It is not asked while
-// the module initialises: reading the Extism configuration goes through the
-// host (extism:host/env), and a module whose initialisation calls the host
-// cannot be pre-initialised into a snapshot (docs/snapshot.md).
-var fastIOState uint8
+// The fast I/O handshake (docs/wasm.md). This module exports
+// toolhost_fast_io_v1; toolhost sees the export when it loads the module and
+// then calls list_tools and call_tool with an empty Extism input, the real
+// input on stdin, and takes the output from stdout. Other Extism hosts
+// always pass call_tool its input, so an empty input means toolhost. Asking
+// costs one host call per call and nothing while the module initialises
+// (an initialiser that calls the host cannot be snapshotted,
+// docs/snapshot.md).
 
-func fastIO() bool {
-	if fastIOState == 0 {
-		fastIOState = 1
-		if v, ok := pdk.GetConfig("toolhost.fast_io"); ok && v == "stdio" {
-			fastIOState = 2
-		}
-	}
-	return fastIOState == 2
-}
+//go:wasmexport toolhost_fast_io_v1
+func fastIOMarker() {}
+
+//go:wasmimport extism:host/env input_length
+func extismInputLength() uint64
+
+func fastIO() bool { return extismInputLength() == 0 }
 
 // input returns the export's input by the fastest path available.
 func input(fast bool) []byte {
