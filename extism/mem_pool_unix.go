@@ -16,19 +16,19 @@ import (
 // can take it, so nothing passes from one instance to the next.
 type memPool struct {
 	mu     sync.Mutex
-	free   [][]byte // len 0, cap = the reservation
+	free   [][]byte // len = the bytes that were used (now zero), cap = the reservation
+	held   int      // sum of len(free[i]): resident memory kept
 	closed bool
 }
 
 const (
-	// memPoolSize bounds the reservations kept: enough for back-to-back
-	// calls (a call returns its memory, the next instance takes it) and
-	// the pools' refills.
-	memPoolSize = 4
-	// memPoolMaxUsed is the most a memory may have used to be kept (a Go
-	// guest uses ~5 MiB after initialisation): larger ones would hold too
-	// much resident memory while idle. The pool holds at most
-	// memPoolSize × memPoolMaxUsed = 64 MiB.
+	// memPoolBytes bounds the memory the pool keeps resident, counted as
+	// the bytes the kept memories had used (a Go guest instance has two
+	// memories, its own and the Extism kernel's, ~3 MiB on average). It
+	// must cover the memories released in a burst when a tool's retired
+	// instances are closed together, or the next instances miss.
+	memPoolBytes = 64 << 20
+	// memPoolMaxUsed is the most a memory may have used to be kept.
 	memPoolMaxUsed = 16 << 20
 )
 
@@ -42,7 +42,8 @@ func (p *memPool) get(size uint64) []byte {
 	for i := len(p.free) - 1; i >= 0; i-- {
 		if b := p.free[i]; uint64(cap(b)) == size {
 			p.free = append(p.free[:i], p.free[i+1:]...)
-			return b
+			p.held -= len(b)
+			return b[:0]
 		}
 	}
 	return nil
@@ -55,7 +56,7 @@ func (p *memPool) put(b []byte) bool {
 		return false
 	}
 	p.mu.Lock()
-	full := len(p.free) >= memPoolSize || p.closed
+	full := p.held+len(b) > memPoolBytes || p.closed
 	p.mu.Unlock()
 	if full {
 		return false
@@ -63,10 +64,11 @@ func (p *memPool) put(b []byte) bool {
 	clear(b) // only the first len(b) bytes were ever written
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.free) >= memPoolSize || p.closed {
+	if p.held+len(b) > memPoolBytes || p.closed {
 		return false
 	}
-	p.free = append(p.free, b[:0])
+	p.free = append(p.free, b)
+	p.held += len(b)
 	return true
 }
 
@@ -74,7 +76,7 @@ func (p *memPool) put(b []byte) bool {
 func (p *memPool) drain() {
 	p.mu.Lock()
 	free := p.free
-	p.free, p.closed = nil, true
+	p.free, p.held, p.closed = nil, 0, true
 	p.mu.Unlock()
 	for _, b := range free {
 		_ = syscall.Munmap(b[:cap(b)])

@@ -19,7 +19,6 @@ import (
 //
 //	go test ./extism -run '^$' -bench 'BenchmarkSnapshot' -count 5
 
-//
 // The modes: snapshot or plain module, each with the adapter's recycled
 // guest memories and with a fresh memory reservation per instance
 // ("fresh-mem"); plain/fresh-mem is the adapter before snapshots.
