@@ -2,6 +2,7 @@ package extism
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -137,6 +138,12 @@ func New(cfg Config) (*Adapter, error) {
 		}
 	} else {
 		a.cache = wazero.NewCompilationCache()
+		if a.snap {
+			// A secret for this adapter only: tools of one plugin with
+			// the same mounts get the same snapshot, compiled once.
+			a.snapSeed = make([]byte, 32)
+			rand.Read(a.snapSeed)
+		}
 	}
 	return a, nil
 }

@@ -116,14 +116,14 @@ func loadSeed(dir string) ([]byte, error) {
 
 // snapshotRandom returns the randomness the initialiser of the module
 // rawHash reads (for a Go guest, the runtime's hash and math/rand seeds).
-// With a per-host seed it is derived from the seed, the module and the
-// preopens, so that the snapshot, and so the transformed module wazero
-// caches compiled code for, is the same after a restart, while two hosts
-// never share a seed. Without one (no cache directory, nothing to keep
-// warm) it is crypto/rand.
+// It is derived from the adapter's seed, the module and the preopens, so
+// that the snapshot, and so the transformed module wazero caches compiled
+// code for, is the same for every tool of the plugin with the same mounts
+// and, with a cache directory (whose seed file is per host), after a
+// restart, while two hosts never share a seed.
 func (a *Adapter) snapshotRandom(rawHash string, preopens []string) io.Reader {
 	if a.snapSeed == nil {
-		return rand.Reader
+		return rand.Reader // not reached: New always sets a seed
 	}
 	h := hmac.New(sha256.New, a.snapSeed)
 	h.Write([]byte("toolhost snapshot random\x00" + rawHash + snapshotKey(preopens)))

@@ -292,4 +292,20 @@ func TestSnapshotSeed(t *testing.T) {
 	if bytes.Equal(snap(host2), first) {
 		t.Error("two hosts made the same snapshot (same random seed)")
 	}
+
+	// Without a cache directory, one adapter makes one snapshot per module
+	// and mounts (tools of one plugin share its compiled code); another
+	// adapter makes another.
+	a, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	one := a.preinitialize(code, sha256Hex(raw), pre, 64<<20, a.log)
+	if !bytes.Equal(a.preinitialize(code, sha256Hex(raw), pre, 64<<20, a.log), one) {
+		t.Error("one adapter without a cache directory made two different snapshots of a module")
+	}
+	if bytes.Equal(one, first) {
+		t.Error("an adapter without a cache directory used the seed of another")
+	}
 }
