@@ -7,7 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/toolhost/toolhost/extism/builtin"
 	"github.com/toolhost/toolhost/extism/internal/snapshot"
@@ -307,5 +311,72 @@ func TestSnapshotSeed(t *testing.T) {
 	}
 	if bytes.Equal(one, first) {
 		t.Error("an adapter without a cache directory used the seed of another")
+	}
+}
+
+// initCallsHost is a module whose initialiser calls the host (Extism's
+// config_get, as go-pdk's GetConfig does), which a snapshot cannot
+// capture. It exports _initialize and a raw export run that returns 0.
+func initCallsHost() []byte {
+	str := func(s string) []byte { return append([]byte{byte(len(s))}, s...) }
+	section := func(id byte, content ...[]byte) []byte {
+		b := bytes.Join(content, nil)
+		return append([]byte{id, byte(len(b))}, b...)
+	}
+	return bytes.Join([][]byte{
+		{0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00},
+		// types: () -> (), (i64) -> i64, () -> i32
+		section(1, []byte{3, 0x60, 0, 0, 0x60, 1, 0x7e, 1, 0x7e, 0x60, 0, 1, 0x7f}),
+		section(2, []byte{1}, str("extism:host/env"), str("config_get"), []byte{0x00, 1}),
+		section(3, []byte{2, 0, 2}),
+		section(5, []byte{1, 0, 1}),
+		section(7, []byte{3}, str("_initialize"), []byte{0x00, 1}, str("run"), []byte{0x00, 2}, str("memory"), []byte{0x02, 0}),
+		// _initialize: config_get(0), drop; run: return 0
+		section(10, []byte{2, 7, 0, 0x42, 0, 0x10, 0, 0x1a, 0x0b, 4, 0, 0x41, 0, 0x0b}),
+	}, nil)
+}
+
+// syncBuffer is a log destination safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestSnapshotRefused checks that a module whose initialiser calls the
+// host is loaded unchanged, that the log says why, naming the import, and
+// that its instances still run the initialiser.
+func TestSnapshotRefused(t *testing.T) {
+	var logs syncBuffer
+	a, err := New(Config{CacheDir: cacheDir, Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: &logs})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	sp := plugin.Spec{Name: "initcall", InputSchema: json.RawMessage(`{"type":"object"}`),
+		Source: plugin.Source{Kind: Kind, Bytes: initCallsHost(), Export: "run"}}
+	tool := loadWith(t, a, sp).(*wasmTool)
+	if err := tool.ready(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if tool.snap.on {
+		t.Fatal("a module whose initialiser calls the host was snapshotted")
+	}
+	if _, err := call(t, tool, &sp, map[string]any{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if l := logs.String(); !strings.Contains(l, "not pre-initialising") || !strings.Contains(l, "extism:host/env.config_get") {
+		t.Fatalf("the log does not say why the module was not snapshotted:\n%s", l)
 	}
 }
