@@ -116,6 +116,12 @@ func (t *wasmTool) newInstance(ctx context.Context, spec *plugin.Spec) (_ *insta
 		WithNanosleep(inst.nanosleep).
 		WithRandSource(rand.Reader)
 	ictx := experimental.WithMemoryAllocator(ctx, &inst.mem)
+	if m := t.snap.minMemory; m > uint64(t.limits.Memory) {
+		// wazero panics when the allocator cannot give a memory its initial
+		// size. A snapshot's memory starts at its size after initialisation.
+		return nil, plugin.LimitError("memory", "the module needs %s of memory to start, more than its %s memory limit",
+			plugin.FormatSize(int64(m)), plugin.FormatSize(t.limits.Memory))
+	}
 	inst.p, err = t.compiled.Instance(ictx, extism.PluginInstanceConfig{ModuleConfig: mc})
 	if err != nil {
 		return nil, fmt.Errorf("instantiate: %w", err)

@@ -48,6 +48,9 @@ type snapState struct {
 	// on: the compiled module is a snapshot made for preopens.
 	on       bool
 	preopens []string
+	// minMemory is the initial size of the compiled module's memory, in
+	// bytes (for every module, snapshot or not).
+	minMemory uint64
 
 	// The plain module, compiled on the first instance whose mounts differ
 	// from preopens.
@@ -173,12 +176,38 @@ func (t *wasmTool) snapshotPreopens() []string {
 // for which preopens (from the module itself, so that a module read back
 // from the cache directory is judged by what it is).
 func (t *wasmTool) noteSnapshot(code []byte) {
+	t.snap.minMemory = minMemory(code)
 	if t.snap.off {
 		return
 	}
 	if info, ok := snapshot.Describe(code); ok {
 		t.snap.on, t.snap.preopens = true, info.Preopens
 	}
+}
+
+// minMemory returns the initial size, in bytes, of a module's own memory;
+// 0 if it has none or the module cannot be read (the compiler will say so).
+func minMemory(code []byte) uint64 {
+	m, err := wasmbin.Parse(code)
+	if err != nil {
+		return 0
+	}
+	sec, ok := m.Find(wasmbin.SectionMemory)
+	if !ok {
+		return 0
+	}
+	r := wasmbin.NewReader(sec)
+	if n, err := r.U32(); err != nil || n == 0 {
+		return 0
+	}
+	if _, err := r.Byte(); err != nil { // flags
+		return 0
+	}
+	pages, err := r.U64()
+	if err != nil {
+		return 0
+	}
+	return pages << 16
 }
 
 // useSnapshot reports whether an instance for spec may be made from the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -378,5 +379,47 @@ func TestSnapshotRefused(t *testing.T) {
 	}
 	if l := logs.String(); !strings.Contains(l, "not pre-initialising") || !strings.Contains(l, "extism:host/env.config_get") {
 		t.Fatalf("the log does not say why the module was not snapshotted:\n%s", l)
+	}
+}
+
+// TestSnapshotMemoryLimit checks that a snapshot whose memory after
+// initialisation exceeds the tool's memory limit (made by an earlier load
+// with a larger limit, and read back from the cache) fails the call with
+// LIMIT_EXCEEDED, as running the initialiser would.
+func TestSnapshotMemoryLimit(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cache")
+	a, err := New(Config{CacheDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	sp := guestSpec("fixtures", "echo")
+	sp.InputSchema = json.RawMessage(`{"type":"object"}`)
+	sp.Limits.Pool = -1
+	if _, err := call(t, loadWith(t, a, sp), &sp, map[string]any{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	small := sp
+	small.Limits.Memory = 1 << 20
+	tool := loadWith(t, a, small).(*wasmTool)
+	_, err = call(t, tool, &small, map[string]any{}, nil)
+	if !tool.snap.on {
+		t.Fatal("the cached snapshot was not used")
+	}
+	var pe *plugin.Error
+	if !errors.As(err, &pe) || pe.Code != plugin.CodeLimitExceeded || !strings.Contains(pe.Message, "memory") {
+		t.Fatalf("call with a memory limit below the snapshot's memory: %v", err)
+	}
+
+	// A plain module whose declared initial memory exceeds the limit is
+	// refused the same way (wazero would panic in the allocator).
+	off, err := New(Config{CacheDir: dir, DisableSnapshots: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { off.Close() })
+	plain := loadWith(t, off, small).(*wasmTool)
+	if _, err = call(t, plain, &small, map[string]any{}, nil); !errors.As(err, &pe) || pe.Code != plugin.CodeLimitExceeded {
+		t.Fatalf("plain module, memory limit below its initial memory: %v", err)
 	}
 }
