@@ -53,6 +53,7 @@ type Options struct {
 // Host is a plugin.Host loaded from a configuration.
 type Host struct {
 	*plugin.Host
+	adapters []plugin.Adapter
 	// Config is the decoded configuration.
 	Config *config.Config
 	// Log is the root logger.
@@ -169,6 +170,7 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 	for _, k := range kinds {
 		popts.Adapters = append(popts.Adapters, byKind[k])
 	}
+	h.adapters = popts.Adapters
 	ph, err := plugin.NewHost(popts)
 	if err != nil {
 		return fail(err)
@@ -237,6 +239,27 @@ func neededKinds(cfg *config.Config) map[string]bool {
 		}
 	}
 	return k
+}
+
+// readier is implemented by adapters that prepare tools in the background
+// (the wasm adapter compiles and fills its instance pools).
+type readier interface {
+	Ready(ctx context.Context) error
+}
+
+// Ready waits until every adapter that prepares tools in the background is
+// done (compiled code, instance pools filling), or ctx ends. A long-running
+// host calls it in the background after Open; a one-shot caller before its
+// call, so that a cold compile is not charged to the call's deadline. The
+// errors are those a call would meet anyway.
+func (h *Host) Ready(ctx context.Context) error {
+	var errs []error
+	for _, a := range h.adapters {
+		if r, ok := a.(readier); ok {
+			errs = append(errs, r.Ready(ctx))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Close closes the tools, the adapters and the audit log.

@@ -78,6 +78,12 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		return err
 	}
 	defer h.Close()
+	// Compile and fill the instance pools while the client connects.
+	go func() {
+		if err := h.Ready(ctx); err != nil {
+			h.Log.Warn("some tools are not ready", "error", err)
+		}
+	}()
 	srv, err := mcp.NewServer(h.Host, mcp.ServerOptions{Version: toolhost.Version, Logger: h.Log})
 	if err != nil {
 		return err

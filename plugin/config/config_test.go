@@ -212,3 +212,29 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// pool = -1 turns the instance pool off, as plugin.Limits documents; other
+// negative values are refused.
+func TestPoolOff(t *testing.T) {
+	cfg, diags := config.NewParser().Parse([]byte(`tool "t" {
+  go {}
+  limits {
+    pool = -1
+  }
+}`), "testdata/pool.hcl")
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	if got := cfg.Tools[0].Limits.Pool; got != -1 {
+		t.Errorf("pool = %d, want -1", got)
+	}
+	_, diags = config.NewParser().Parse([]byte(`tool "t" {
+  go {}
+  limits {
+    pool = -2
+  }
+}`), "testdata/pool.hcl")
+	if !diags.HasErrors() || !strings.Contains(diags.Error(), "pool") {
+		t.Errorf("pool = -2: %v", diags)
+	}
+}

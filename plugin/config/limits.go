@@ -88,6 +88,10 @@ func (d *decoder) decodeLimits(r *rawLimits) plugin.Limits {
 			dur, err = parseDuration(v.AsString())
 			n = int64(dur)
 		case countLimit:
+			if f.name == "pool" && v.Type() == cty.Number && v.Equals(cty.NumberIntVal(-1)).True() {
+				n = -1 // documented: no pre-instantiated instances
+				break
+			}
 			n, err = countValue(v)
 		}
 		if err != nil {
