@@ -75,6 +75,7 @@ type Adapter struct {
 	snapSeed []byte  // per-host secret the snapshots' random state is derived from
 	mem      memPool // guest memories of closed instances, cleared, for reuse
 	modDir   string  // transformed modules, under the cache directory
+	lists    listings
 
 	mu     sync.Mutex
 	tools  []*wasmTool
@@ -346,7 +347,8 @@ func (a *Adapter) Load(ctx context.Context, spec *plugin.Spec) (plugin.Tool, err
 	}
 	a.tools = append(a.tools, t)
 	a.mu.Unlock()
-	go t.compile()
+	// Compilation starts at the tool's first need (a call, Ready, or a
+	// listing not yet cached): a one-shot host compiles only what it calls.
 
 	if err := t.describe(ctx); err != nil {
 		t.Close()

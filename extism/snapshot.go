@@ -236,7 +236,7 @@ func (t *wasmTool) plainTool(ctx context.Context) (*wasmTool, error) {
 		p := newTool(t.a, t.spec, t.mode, t.info, raw, key, t.where)
 		p.snap.off = true
 		p.pool = nil // instances are made on demand
-		p.compile()
+		p.start.Do(p.compile) // synchronously: the caller needs it now
 		t.snap.plain, t.snap.err = p, p.compErr
 	})
 	if t.snap.err != nil {

@@ -53,8 +53,9 @@ type wasmTool struct {
 
 	transport *http.Transport
 
-	code     []byte // module bytes to compile; released after compiling
-	done     chan struct{}
+	code     []byte        // module bytes to compile; released after compiling
+	start    sync.Once     // starts compile, or (Close) marks it never needed
+	done     chan struct{} // closed when compile has finished or will never run
 	compiled *extism.CompiledPlugin
 	compErr  error
 	snap     snapState // snapshot.go
@@ -167,8 +168,9 @@ func (t *wasmTool) compile() {
 	}
 }
 
-// ready waits for the compilation.
+// ready starts the compilation if needed and waits for it.
 func (t *wasmTool) ready(ctx context.Context) error {
+	t.start.Do(func() { go t.compile() })
 	select {
 	case <-t.done:
 		return t.compErr
@@ -283,10 +285,7 @@ func (t *wasmTool) describe(ctx context.Context) error {
 		}
 		return nil
 	}
-	if err := t.ready(ctx); err != nil {
-		return err
-	}
-	out, _, _, err := t.run(ctx, nil, exportListTools, []byte(`{}`))
+	out, err := t.a.listTools(ctx, t)
 	if err != nil {
 		return fmt.Errorf("list_tools: %w", err)
 	}
@@ -591,6 +590,11 @@ func firstLine(s string) string {
 func (t *wasmTool) Close() error {
 	t.closeOne.Do(func() {
 		close(t.quit)
+		t.start.Do(func() { // never compiled: nothing to wait for
+			t.compErr = plugin.Errorf(plugin.CodeToolUnavailable, "%s: closed", t.where)
+			t.code = nil
+			close(t.done)
+		})
 		<-t.done
 		t.wg.Wait()
 		// A guest that outlived its deadline runs until its fuel is spent;

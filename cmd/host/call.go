@@ -52,9 +52,6 @@ func (a *app) callCommand() *cobra.Command {
 			if real, ok := h.ResolveWireName(name); ok {
 				name = real
 			}
-			// A cold compile (first run, new plugin) happens before the call,
-			// not within its deadline; compile errors surface in the call.
-			_ = h.Ready(cmd.Context())
 			res, callErr := h.Invoke(cmd.Context(), plugin.Call{Name: name, Arguments: argJSON, Answers: ans})
 			return a.printResult(res, callErr, asJSON)
 		},

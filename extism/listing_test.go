@@ -1,0 +1,97 @@
+package extism
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/toolhost/toolhost/extism/builtin"
+	"github.com/toolhost/toolhost/plugin"
+)
+
+// lockedBuffer collects log output from several goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.b.String(), s)
+}
+
+// A host compiles only the tools it calls, and a restart lists a
+// multi-tool plugin's tools without instantiating it: the list_tools answer
+// is cached beside the module.
+func TestLazyCompileAndCachedListing(t *testing.T) {
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("alpha\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	mount := []plugin.Mount{{HostPath: ws, GuestPath: "/workspace", ReadOnly: true}}
+	tools := []string{"filesystem.read", "filesystem.list", "filesystem.search"}
+
+	start := func() (*plugin.Host, *lockedBuffer) {
+		logs := &lockedBuffer{}
+		a, err := New(Config{CacheDir: cache, Builtins: builtin.Lookup,
+			Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: logs})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := plugin.NewHost(plugin.Options{Adapters: []plugin.Adapter{a}, Grants: plugin.Capabilities{Mounts: mount}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range tools {
+			if err := h.Load(context.Background(), plugin.Spec{Name: name, Tier: plugin.TierReadOnly,
+				Source:       plugin.Source{Kind: Kind, Builtin: "filesystem", Tool: name},
+				Capabilities: plugin.Capabilities{Mounts: mount}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return h, logs
+	}
+
+	// First start: listing needs one compiled tool; the others stay idle.
+	h, logs := start()
+	if n := logs.count("compiled:"); n != 1 {
+		t.Errorf("first start compiled %d tools to list them, want 1", n)
+	}
+	for _, ti := range h.Tools() {
+		if !strings.Contains(string(ti.Descriptor.InputSchema), `"path"`) {
+			t.Errorf("%s: descriptor not from list_tools: %s", ti.Descriptor.Name, ti.Descriptor.InputSchema)
+		}
+	}
+	h.Close()
+
+	// Second start: nothing is compiled until a call, and then only the
+	// called tool.
+	h, logs = start()
+	defer h.Close()
+	if n := logs.count("compiled:"); n != 0 {
+		t.Errorf("warm start compiled %d tools before any call, want 0", n)
+	}
+	res, err := h.Invoke(context.Background(), plugin.Call{Name: "filesystem.read", Arguments: json.RawMessage(`{"path":"a.txt"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.TextContent(), "alpha") {
+		t.Errorf("read = %q", res.TextContent())
+	}
+	if n := logs.count("compiled:"); n != 1 {
+		t.Errorf("one call compiled %d tools, want 1", n)
+	}
+}
