@@ -235,7 +235,7 @@ func (t *wasmTool) plainTool(ctx context.Context) (*wasmTool, error) {
 		key := strings.Replace(t.key, snapshotKey(t.snap.preopens), "", 1)
 		p := newTool(t.a, t.spec, t.mode, t.info, raw, key, t.where)
 		p.snap.off = true
-		p.pool = nil // instances are made on demand
+		p.pool = nil          // instances are made on demand
 		p.start.Do(p.compile) // synchronously: the caller needs it now
 		t.snap.plain, t.snap.err = p, p.compErr
 	})
