@@ -1,6 +1,7 @@
 package extism
 
 import (
+	"context"
 	"testing"
 
 	"github.com/toolhost/toolhost/plugin"
@@ -17,7 +18,14 @@ func TestConformance(t *testing.T) {
 			// other sleep calls; a deeper pool keeps fresh instances ready
 			// even when building them is slow (-race).
 			sp.Limits.Pool = 6
-			return load(t, sp)
+			tool := load(t, sp)
+			// As a long-running host does after loading: compile now and
+			// start filling the pool, so that the suite's tight timeouts
+			// measure calls, not the first compile (slow under -race).
+			if err := shared.Ready(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			return tool
 		},
 	})
 }
