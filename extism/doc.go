@@ -8,9 +8,10 @@
 // gives the exact JSON.
 //
 // Lifecycle. Load reads the artifact (path, bytes or a built-in), checks the
-// pinned sha256, scans the exports and starts compiling in the background;
-// compiled code is kept in wazero's on-disk compilation cache, so a second
-// start of the host does not compile again. Every call runs in a fresh
+// pinned sha256 and scans the exports; a tool compiles on first need (its
+// first call, Adapter.Ready, or an uncached list_tools), so a one-shot host
+// compiles only what it calls. Compiled code is kept in wazero's on-disk
+// compilation cache, so a second start of the host does not compile again. Every call runs in a fresh
 // instance that is closed afterwards; a small pool of pre-instantiated,
 // pre-initialised instances per tool, refilled in the background, keeps a
 // call close to the cost of a warm call.
