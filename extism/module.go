@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/toolhost/toolhost/extism/internal/wasmbin"
 )
 
 // Export names of the guest contract.
@@ -97,47 +99,13 @@ func scanModule(b []byte) (*moduleInfo, error) {
 	if !bytes.Equal(b[4:8], wasmMagic[4:]) {
 		return nil, fmt.Errorf("%w: unsupported wasm version % x (want a core module, version 1)", errMalformed, b[4:8])
 	}
+	exports, err := moduleExports(b)
+	if err != nil {
+		return nil, err
+	}
 	info := &moduleInfo{exports: map[string]byte{}}
-	r := &reader{b: b, off: 8}
-	for r.off < len(b) {
-		id, err := r.byte()
-		if err != nil {
-			return nil, err
-		}
-		size, err := r.u32()
-		if err != nil {
-			return nil, err
-		}
-		payload, err := r.bytes(size)
-		if err != nil {
-			return nil, err
-		}
-		if id != 7 {
-			continue
-		}
-		pr := &reader{b: payload}
-		n, err := pr.u32()
-		if err != nil {
-			return nil, err
-		}
-		for i := uint32(0); i < n; i++ {
-			l, err := pr.u32()
-			if err != nil {
-				return nil, err
-			}
-			name, err := pr.bytes(l)
-			if err != nil {
-				return nil, err
-			}
-			kind, err := pr.byte()
-			if err != nil {
-				return nil, err
-			}
-			if _, err := pr.u32(); err != nil {
-				return nil, err
-			}
-			info.exports[string(name)] = kind
-		}
+	for _, e := range exports {
+		info.exports[e.Name] = e.Kind
 	}
 	for _, n := range []string{"_initialize", "__wasm_call_ctors"} {
 		if info.hasFunc(n) {
@@ -148,64 +116,45 @@ func scanModule(b []byte) (*moduleInfo, error) {
 	return info, nil
 }
 
+// moduleExports returns the export section of module b, decoded.
+func moduleExports(b []byte) ([]wasmbin.Export, error) {
+	m, err := wasmbin.Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errMalformed, err)
+	}
+	sec, ok := m.Find(wasmbin.SectionExport)
+	if !ok {
+		return nil, nil
+	}
+	exports, err := wasmbin.DecodeExports(sec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: export section: %v", errMalformed, err)
+	}
+	return exports, nil
+}
+
 // renameExport returns a copy of module b with the export old renamed to
 // new. Only the export section changes.
 func renameExport(b []byte, old, new string) ([]byte, error) {
-	out := make([]byte, 0, len(b)+len(new))
-	out = append(out, b[:8]...)
-	r := &reader{b: b, off: 8}
-	for r.off < len(b) {
-		start := r.off
-		id, err := r.byte()
-		if err != nil {
-			return nil, err
-		}
-		size, err := r.u32()
-		if err != nil {
-			return nil, err
-		}
-		payload, err := r.bytes(size)
-		if err != nil {
-			return nil, err
-		}
-		if id != 7 {
-			out = append(out, b[start:r.off]...)
-			continue
-		}
-		pr := &reader{b: payload}
-		n, err := pr.u32()
-		if err != nil {
-			return nil, err
-		}
-		sec := appendU32(nil, n)
-		for i := uint32(0); i < n; i++ {
-			l, err := pr.u32()
-			if err != nil {
-				return nil, err
-			}
-			name, err := pr.bytes(l)
-			if err != nil {
-				return nil, err
-			}
-			rest := pr.off
-			if _, err := pr.byte(); err != nil {
-				return nil, err
-			}
-			if _, err := pr.u32(); err != nil {
-				return nil, err
-			}
-			if string(name) == old {
-				name = []byte(new)
-			}
-			sec = appendU32(sec, uint32(len(name)))
-			sec = append(sec, name...)
-			sec = append(sec, payload[rest:pr.off]...)
-		}
-		out = append(out, 7)
-		out = appendU32(out, uint32(len(sec)))
-		out = append(out, sec...)
+	m, err := wasmbin.Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errMalformed, err)
 	}
-	return out, nil
+	sec, ok := m.Find(wasmbin.SectionExport)
+	if !ok {
+		return b, nil
+	}
+	exports, err := wasmbin.DecodeExports(sec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: export section: %v", errMalformed, err)
+	}
+	for i := range exports {
+		if exports[i].Name == old {
+			exports[i].Name = new
+		}
+	}
+	m.Set(wasmbin.SectionExport, wasmbin.EncodeExports(exports))
+	return m.Encode(), nil
 }
 
 func appendU32(b []byte, v uint32) []byte {

@@ -30,7 +30,7 @@ func (r *Reader) End() error {
 // Byte reads one byte.
 func (r *Reader) Byte() (byte, error) {
 	if r.pos >= len(r.b) {
-		return 0, malformed("unexpected end")
+		return 0, malformed("truncated: unexpected end at byte %d", r.pos)
 	}
 	c := r.b[r.pos]
 	r.pos++
@@ -40,7 +40,7 @@ func (r *Reader) Byte() (byte, error) {
 // Bytes reads n bytes, aliasing the input.
 func (r *Reader) Bytes(n int) ([]byte, error) {
 	if n < 0 || n > len(r.b)-r.pos {
-		return nil, malformed("unexpected end")
+		return nil, malformed("truncated: need %d bytes at %d, have %d", n, r.pos, len(r.b)-r.pos)
 	}
 	s := r.b[r.pos : r.pos+n]
 	r.pos += n
