@@ -159,7 +159,7 @@ func TestHTTPHostile(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				cs.CallTool(ctx, &sdk.CallToolParams{Name: "block", Arguments: map[string]any{}})
+				blockRetryingBusy(ctx, cs)
 			}()
 		}
 		for range 2 {
@@ -190,12 +190,15 @@ func TestHTTPTotalConcurrency(t *testing.T) {
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel() // runs before wg.Wait
-	for range 3 {
-		cs := httpSession(t, url, clientOptions{}, "")
+	sessions := make([]*sdk.ClientSession, 3)
+	for i := range sessions {
+		sessions[i] = httpSession(t, url, clientOptions{}, "")
+	}
+	for _, cs := range sessions {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cs.CallTool(ctx, &sdk.CallToolParams{Name: "block", Arguments: map[string]any{}})
+			blockRetryingBusy(ctx, cs)
 		}()
 		select {
 		case <-th.started:
@@ -210,9 +213,39 @@ func TestHTTPTotalConcurrency(t *testing.T) {
 	}
 	cancel()
 	wg.Wait()
-	res := call(t, cs, "fx_echo", map[string]any{"text": "after"})
+	res := callRetryingBusy(t, cs, "fx_echo", map[string]any{"text": "after"})
 	if callText(t, res) != "after" {
 		t.Errorf("after the blocked calls ended: %q", callText(t, res))
+	}
+}
+
+// blockRetryingBusy calls the tool "block" until ctx ends, retrying while
+// the server answers 429: a slot is released when the server's handler
+// returns, a moment after the client has its answer.
+func blockRetryingBusy(ctx context.Context, cs *sdk.ClientSession) {
+	for ctx.Err() == nil {
+		_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "block", Arguments: map[string]any{}})
+		if err == nil || !strings.Contains(strings.ToLower(err.Error()), "too many") {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// callRetryingBusy calls a tool, retrying for a few seconds while the
+// server answers 429 (slots of calls that just ended not yet released).
+func callRetryingBusy(t *testing.T, cs *sdk.ClientSession, name string, args any) *sdk.CallToolResult {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args})
+		if err == nil {
+			return res
+		}
+		if !strings.Contains(strings.ToLower(err.Error()), "too many") || time.Now().After(deadline) {
+			t.Fatalf("CallTool(%s): %v", name, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

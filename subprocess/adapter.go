@@ -253,7 +253,7 @@ func (a *Adapter) Load(ctx context.Context, spec *plugin.Spec) (plugin.Tool, err
 	a.log.Warn("subprocess tool loaded: it runs native code outside the wasm sandbox",
 		"tool", spec.Name, "source", sourceName(spec), "seccomp", a.hard.Seccomp,
 		"landlock_abi", a.hard.LandlockABI, "pid_namespace", a.hard.PIDNamespace,
-		"subreaper", a.hard.Subreaper)
+		"pids_cgroup", a.hard.PIDsCgroup, "subreaper", a.hard.Subreaper)
 	return t, nil
 }
 

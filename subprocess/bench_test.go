@@ -221,7 +221,7 @@ func BenchmarkKillTree50(b *testing.B) {
 					b.Fatal(string(out), err)
 				}
 				pt.release(p)
-				if n := len(tree(ctx, p.runner.g, true)); n != 52 { // shim, plugin, 50 children
+				if n := len(tree(ctx, p.runner.g, true, 0)); n != 52 { // shim, plugin, 50 children
 					b.Fatalf("%d processes before the kill", n)
 				}
 				b.StartTimer()

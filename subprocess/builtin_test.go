@@ -149,6 +149,12 @@ func TestShellExec(t *testing.T) {
 func TestShellExecHostile(t *testing.T) {
 	t.Run("fork bomb", func(t *testing.T) {
 		a := newTestAdapter(t, func(c *Config) { c.MaxProcesses = 16 })
+		if !a.Hardening().PIDsCgroup {
+			// Without the kernel's cap, an exponential bomb on two cores
+			// starves the watchdog for seconds (doctor lists it as
+			// missing); TestHostileForkBomb checks the sampling alone.
+			t.Skip("no pids cgroup: a shell fork bomb is bounded only by sampling")
+		}
 		tool, _ := builtinTool(t, a, BuiltinShellExec, nil)
 		mark := newMark(t)
 		_, err := shellCall(t, tool, map[string]any{"timeout": 20, "command": "b(){ b | b & }; b; sleep 10 # " + mark})

@@ -12,4 +12,7 @@ type group struct {
 	// sealed: the seccomp filter keeps every member in the process group,
 	// so the group is the whole tree.
 	sealed bool
+	// pidns: root is the init of its own PID namespace, so SIGKILL to root
+	// makes the kernel kill every other member at once.
+	pidns bool
 }

@@ -3,6 +3,7 @@ package subprocess
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -41,9 +42,13 @@ func wantCode(t *testing.T, err error, code plugin.Code, limit string) {
 }
 
 func TestHostileForkBomb(t *testing.T) {
-	for _, ns := range []bool{true, false} {
-		t.Run("pidns="+strconv.FormatBool(ns), func(t *testing.T) {
-			a := newTestAdapter(t, func(c *Config) { c.MaxProcesses = 16; c.NoPIDNamespace = !ns })
+	for _, v := range []struct{ pidns, cgroup bool }{{true, true}, {false, true}, {true, false}, {false, false}} {
+		t.Run(fmt.Sprintf("pidns=%t,cgroup=%t", v.pidns, v.cgroup), func(t *testing.T) {
+			a := newTestAdapter(t, func(c *Config) {
+				c.MaxProcesses = 16
+				c.NoPIDNamespace = !v.pidns
+				c.NoPIDsCgroup = !v.cgroup
+			})
 			ok := healthy(t, a)
 			mark := newMark(t)
 			s := testSpec(testPluginSum(), "forkbomb", "serve", mark)

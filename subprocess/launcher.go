@@ -46,7 +46,7 @@ type launchSpec struct {
 // call killTree on the group to remove its cgroup.
 func (a *Adapter) command(ls *launchSpec) (*exec.Cmd, *group, error) {
 	cfg := a.shimConfig(ls)
-	g := &group{sealed: a.hard.Seccomp}
+	g := &group{sealed: a.hard.Seccomp, pidns: a.hard.PIDNamespace}
 	if a.cgroupParent != "" {
 		dir, err := newCgroup(a.cgroupParent, fmt.Sprintf("t%d", a.seq.Add(1)), a.cfg.MaxThreads)
 		if err != nil {

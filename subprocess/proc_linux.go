@@ -95,25 +95,34 @@ func signalGroup(pgid int, sig syscall.Signal) {
 // cgroup's member list is authoritative: every descendant is born in it and
 // none can leave it (cgroupfs is read-only under Landlock, and the plugin
 // runs in its own PID namespace or process group either way). Without one,
-// a sealed group's members are the processes of its process group; else it
-// walks root's descendants through /proc/<pid>/task/<tid>/children and,
-// when full is set, adds every process of the group pgid found by a scan
-// of all processes (orphans re-parented to the host).
-func tree(ctx context.Context, g *group, full bool) []int {
+// it walks root's descendants through /proc/<pid>/task/<tid>/children: in a
+// PID namespace of its own that is the whole tree, since orphans re-parent
+// to root, its init. Else a sealed group's members are the processes of its
+// process group, and an unsealed tree's walk, when full is set, adds every
+// process of the group pgid found by a scan of all processes (orphans
+// re-parented to the host).
+//
+// With limit > 0 it stops looking once it has found more than limit
+// processes: a fork bomb outgrows any scan, and the watchdog only needs to
+// know that the limit is passed.
+func tree(ctx context.Context, g *group, full bool, limit int) []int {
+	over := func(out []int) bool { return limit > 0 && len(out) > limit }
 	if g.cgroup != "" {
 		if members, err := readCgroupMembers(g.cgroup); err == nil {
 			return members
 		}
 	}
 	root, pgid := g.root, g.pgid
-	if g.sealed && pgid > 1 {
+	if g.sealed && pgid > 1 && !g.pidns {
 		// One getpgid per process on the machine: cheaper than walking
 		// the children of every thread of the tree.
 		var out []int
 		pids, _ := process.PidsWithContext(ctx)
 		for _, p := range pids {
 			if g, err := unix.Getpgid(int(p)); err == nil && g == pgid && alive(int(p)) {
-				out = append(out, int(p))
+				if out = append(out, int(p)); over(out) {
+					break
+				}
 			}
 		}
 		return out
@@ -121,7 +130,7 @@ func tree(ctx context.Context, g *group, full bool) []int {
 	seen := map[int]bool{}
 	var out []int
 	queue := []int{root}
-	if full {
+	if full && !g.pidns {
 		pids, _ := process.PidsWithContext(ctx)
 		for _, p := range pids {
 			if g, err := unix.Getpgid(int(p)); err == nil && g == pgid && pgid > 1 {
@@ -139,7 +148,9 @@ func tree(ctx context.Context, g *group, full bool) []int {
 		if !alive(pid) {
 			continue
 		}
-		out = append(out, pid)
+		if out = append(out, pid); over(out) {
+			break
+		}
 		queue = append(queue, children(pid)...)
 	}
 	return out
@@ -193,7 +204,7 @@ func killTree(ctx context.Context, g *group, grace time.Duration) error {
 	// is not this function's job: remove it in the background.
 	defer func() { go removeCgroupWhenEmpty(g.cgroup) }()
 	root, pgid := g.root, g.pgid
-	procs := tree(ctx, g, true)
+	procs := tree(ctx, g, true, 0)
 	if len(procs) == 0 {
 		return nil
 	}
@@ -205,7 +216,7 @@ func killTree(ctx context.Context, g *group, grace time.Duration) error {
 		deadline := time.Now().Add(grace)
 		for time.Now().Before(deadline) {
 			if procs = liveOf(procs); len(procs) == 0 {
-				if procs = tree(ctx, g, true); len(procs) == 0 {
+				if procs = tree(ctx, g, true, 0); len(procs) == 0 {
 					return nil
 				}
 			}
@@ -221,7 +232,7 @@ func killTree(ctx context.Context, g *group, grace time.Duration) error {
 		if procs = liveOf(procs); len(procs) == 0 {
 			// Confirm with a full scan: a process forked just before the
 			// signal, or not seen before.
-			if procs = tree(ctx, g, true); len(procs) == 0 {
+			if procs = tree(ctx, g, true, 0); len(procs) == 0 {
 				return nil
 			}
 		}
@@ -305,14 +316,22 @@ type usage struct {
 	Threads   int
 	RSS       uint64
 	CPU       time.Duration
+	// ForksRefused counts the forks the tree's pids cgroup refused: the
+	// tree reached the kernel's cap on its tasks.
+	ForksRefused int
 }
 
-// sample measures the tree rooted at root with gopsutil.
-func sample(ctx context.Context, g *group, full bool) usage {
-	var u usage
-	for _, pid := range tree(ctx, g, full) {
+// sample measures the tree of g with gopsutil. Past maxProcs processes it
+// returns the count alone: the tree is over its limit whatever else it
+// uses, and reading every member of a fork bomb only lets it grow.
+func sample(ctx context.Context, g *group, full bool, maxProcs int) usage {
+	u := usage{ForksRefused: forksRefused(g.cgroup)}
+	members := tree(ctx, g, full, maxProcs)
+	if u.Processes = len(members); u.Processes > maxProcs {
+		return u
+	}
+	for _, pid := range members {
 		p := &process.Process{Pid: int32(pid)}
-		u.Processes++
 		if m, err := p.MemoryInfoWithContext(ctx); err == nil {
 			u.RSS += m.RSS
 		}
@@ -324,6 +343,25 @@ func sample(ctx context.Context, g *group, full bool) usage {
 		}
 	}
 	return u
+}
+
+// forksRefused reads the "max" counter of a pids cgroup's pids.events: how
+// many forks and clones failed because the cgroup was at pids.max.
+func forksRefused(cgroup string) int {
+	if cgroup == "" {
+		return 0
+	}
+	b, err := os.ReadFile(cgroup + "/pids.events")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "max "); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
 }
 
 // fileKey identifies one version of a file: device, inode, size, mtime and

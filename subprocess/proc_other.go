@@ -22,16 +22,18 @@ func seccompSupported() bool                { return false }
 
 func killTree(context.Context, *group, time.Duration) error { return errUnsupportedPlatform }
 
-func tree(context.Context, *group, bool) []int { return nil }
+func tree(context.Context, *group, bool, int) []int { return nil }
 
 type usage struct {
 	Processes int
 	Threads   int
 	RSS       uint64
 	CPU       time.Duration
+
+	ForksRefused int
 }
 
-func sample(context.Context, *group, bool) usage { return usage{} }
+func sample(context.Context, *group, bool, int) usage { return usage{} }
 
 func fileKey(*os.File) (string, error) { return "", errUnsupportedPlatform }
 

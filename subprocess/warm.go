@@ -38,7 +38,7 @@ func (a *Adapter) prestart(b *pinnedBinary) (*warmShim, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &warmShim{key: key, scratch: scratch, g: &group{sealed: a.hard.Seccomp}}
+	w := &warmShim{key: key, scratch: scratch, g: &group{sealed: a.hard.Seccomp, pidns: a.hard.PIDNamespace}}
 	if a.cgroupParent != "" {
 		dir, err := newCgroup(a.cgroupParent, fmt.Sprintf("t%d", a.seq.Add(1)), a.cfg.MaxThreads)
 		if err != nil {
