@@ -47,12 +47,17 @@ func benchHost(b *testing.B, specs ...plugin.Spec) (*plugin.Host, map[string]*wa
 		}
 		tools[sp.Name] = tool.(*wasmTool)
 	}
+	// As a long-running host does: compile now and start filling the pools
+	// (otherwise a pool starts filling at its tool's first call).
+	if err := a.Ready(context.Background()); err != nil {
+		b.Fatal(err)
+	}
 	return h, tools
 }
 
 // waitPool waits until the tool's pool is full again.
 func waitPool(t *wasmTool) {
-	for len(t.pool) < cap(t.pool) {
+	for !t.pool.full() {
 		time.Sleep(20 * time.Microsecond)
 	}
 }

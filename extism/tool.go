@@ -62,7 +62,7 @@ type wasmTool struct {
 
 	desc plugin.Descriptor
 
-	pool     chan *instance
+	pool     *instPool      // nil: no pool
 	retired  chan *instance // used instances waiting to be closed
 	live     atomic.Int64   // instances not yet closed
 	kick     chan struct{}
@@ -91,7 +91,7 @@ func newTool(a *Adapter, spec *plugin.Spec, m mode, info *moduleInfo, code []byt
 	}
 	t.transport = newTransport()
 	if lim.Pool > 0 {
-		t.pool = make(chan *instance, lim.Pool)
+		t.pool = newInstPool(lim.Pool)
 	}
 	t.desc = plugin.Descriptor{
 		Name:         spec.Name,
@@ -194,7 +194,7 @@ func (t *wasmTool) refill() {
 			return
 		}
 		t.closeRetired()
-		for len(t.pool) < cap(t.pool) {
+		for !t.pool.full() {
 			ctx, cancel := context.WithTimeout(context.Background(), t.limits.Timeout)
 			inst, err := t.newInstance(ctx, t.spec)
 			cancel()
@@ -209,10 +209,8 @@ func (t *wasmTool) refill() {
 				continue
 			}
 			backoff = 10 * time.Millisecond
-			select {
-			case t.pool <- inst:
-			case <-t.quit:
-				inst.close()
+			if !t.pool.push(inst) {
+				inst.close() // closed meanwhile
 				return
 			}
 		}
@@ -227,12 +225,10 @@ func (t *wasmTool) take(ctx context.Context, spec *plugin.Spec) (*instance, erro
 		return t.newInstance(ctx, spec)
 	}
 	if t.pool != nil {
-		select {
-		case inst := <-t.pool:
+		if inst := t.pool.pop(); inst != nil {
 			return inst, nil
-		default:
-			t.refillLater()
 		}
+		t.refillLater()
 	}
 	return t.newInstance(ctx, t.spec)
 }
@@ -602,14 +598,8 @@ func (t *wasmTool) Close() error {
 		t.running.Wait()
 		t.closeRetired()
 		if t.pool != nil {
-			for {
-				select {
-				case inst := <-t.pool:
-					inst.close()
-					continue
-				default:
-				}
-				break
+			for _, inst := range t.pool.close() {
+				inst.close()
 			}
 		}
 		t.closePlain()
@@ -619,4 +609,59 @@ func (t *wasmTool) Close() error {
 		t.transport.CloseIdleConnections()
 	})
 	return nil
+}
+
+// instPool holds a tool's pre-instantiated instances. It hands out the one
+// made last: its memory was written most recently and is the most likely
+// to be in the CPU caches, which a fresh instance's first call depends on.
+type instPool struct {
+	mu     sync.Mutex
+	insts  []*instance
+	max    int
+	closed bool
+}
+
+func newInstPool(max int) *instPool { return &instPool{max: max} }
+
+// pop returns the newest instance, or nil if there is none.
+func (p *instPool) pop() *instance {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.insts)
+	if n == 0 {
+		return nil
+	}
+	inst := p.insts[n-1]
+	p.insts[n-1] = nil
+	p.insts = p.insts[:n-1]
+	return inst
+}
+
+// push adds an instance; false if the pool is closed (the caller closes
+// the instance). A full pool takes it all the same: only refill pushes,
+// after checking full.
+func (p *instPool) push(inst *instance) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.insts = append(p.insts, inst)
+	return true
+}
+
+// full reports whether the pool holds its size.
+func (p *instPool) full() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.insts) >= p.max
+}
+
+// close empties the pool for good and returns what it held.
+func (p *instPool) close() []*instance {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	insts := p.insts
+	p.insts, p.closed = nil, true
+	return insts
 }

@@ -40,7 +40,7 @@ var DefaultInitExports = []string{"_initialize", "toolhost.init"}
 
 // Version names the output format of Snapshot, for hosts' cache keys (which
 // must also name Options.Preopens).
-const Version = "snapshot-v1"
+const Version = "snapshot-v2"
 
 // ErrNoInitializer is returned when the module exports none of the
 // initialiser names; there is nothing to snapshot.
@@ -851,6 +851,11 @@ type segment struct {
 // and a copy call at instantiation).
 func segments(mem []byte) []segment {
 	const minGap = 1024
+	// Go's copy moves 1 MiB or more with non-temporal stores, which leave
+	// the instance's memory out of the CPU caches: its first call then
+	// reads it all from DRAM. Smaller segments are copied through the
+	// cache, where the call finds them.
+	const maxSegment = 256 << 10
 	var segs []segment
 	i := 0
 	for i < len(mem) {
@@ -871,6 +876,10 @@ func segments(mem []byte) []segment {
 			i++
 		}
 		end := i - zeros
+		for end-start > maxSegment {
+			segs = append(segs, segment{off: start, b: mem[start : start+maxSegment]})
+			start += maxSegment
+		}
 		segs = append(segs, segment{off: start, b: mem[start:end]})
 	}
 	if len(segs) > math.MaxUint32 {

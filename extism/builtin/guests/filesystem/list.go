@@ -41,6 +41,7 @@ func listTool() guest.Tool {
 		InputSchema: []byte(listSchema),
 		ReadOnly:    true,
 		Handler:     list,
+		Args:        listIn{},
 	}
 }
 

@@ -41,6 +41,7 @@ func readTool() guest.Tool {
 		InputSchema: []byte(readSchema),
 		ReadOnly:    true,
 		Handler:     read,
+		Args:        readIn{},
 	}
 }
 

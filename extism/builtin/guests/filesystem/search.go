@@ -49,6 +49,7 @@ func searchTool() guest.Tool {
 		InputSchema: []byte(searchSchema),
 		ReadOnly:    true,
 		Handler:     search,
+		Args:        searchIn{},
 	}
 }
 

@@ -56,6 +56,7 @@ func writeTool() guest.Tool {
 			"Returns the bytes written; the unified diff against the previous content is kept as an artifact.",
 		InputSchema: []byte(writeSchema),
 		Handler:     write,
+		Args:        writeIn{},
 	}
 }
 
@@ -67,6 +68,7 @@ func editTool() guest.Tool {
 			"if it occurs zero or several times nothing changes and the error says how often and on which lines. Returns the unified diff.",
 		InputSchema: []byte(editSchema),
 		Handler:     edit,
+		Args:        editIn{},
 	}
 }
 
@@ -77,6 +79,7 @@ func deleteTool() guest.Tool {
 		Description: "Delete one file (or symbolic link). Directories are refused.",
 		InputSchema: []byte(deleteSchema),
 		Handler:     remove,
+		Args:        deleteIn{},
 	}
 }
 

@@ -34,6 +34,7 @@ func init() {
 		InputSchema: []byte(schema),
 		ReadOnly:    true,
 		Handler:     learn,
+		Args:        learnIn{},
 	})
 }
 

@@ -151,6 +151,7 @@ func requestTool() guest.Tool {
 			"At most 5 redirects are followed; responses over 10 MiB are refused.",
 		InputSchema: []byte(requestSchema),
 		Handler:     request,
+		Args:        requestIn{},
 	}
 }
 
@@ -223,6 +224,7 @@ func fetchTool() guest.Tool {
 		InputSchema: []byte(fetchSchema),
 		ReadOnly:    true,
 		Handler:     webFetch,
+		Args:        fetchIn{},
 	}
 }
 
@@ -304,6 +306,7 @@ func searchTool() guest.Tool {
 		InputSchema: []byte(searchSchema),
 		ReadOnly:    true,
 		Handler:     webSearch,
+		Args:        searchIn{},
 	}
 }
 
