@@ -170,7 +170,7 @@ func TestHTTPHostile(t *testing.T) {
 			}
 		}
 		_, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "fx_echo", Arguments: map[string]any{"text": "third"}})
-		if err == nil || !strings.Contains(err.Error(), "429") && !strings.Contains(strings.ToLower(err.Error()), "too many") {
+		if !refusedBusy(err) {
 			t.Errorf("third concurrent call: %v, want refused with 429", err)
 		}
 		cancel()
@@ -208,7 +208,7 @@ func TestHTTPTotalConcurrency(t *testing.T) {
 	}
 	cs := fourth
 	_, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "fx_echo", Arguments: map[string]any{"text": "fourth"}})
-	if err == nil || !strings.Contains(err.Error(), "429") && !strings.Contains(strings.ToLower(err.Error()), "too many") {
+	if !refusedBusy(err) {
 		t.Errorf("fourth call across sessions: %v, want 429", err)
 	}
 	cancel()
@@ -219,13 +219,19 @@ func TestHTTPTotalConcurrency(t *testing.T) {
 	}
 }
 
+// refusedBusy reports whether err is the server's 429 (too many requests in
+// flight).
+func refusedBusy(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "429") || strings.Contains(strings.ToLower(err.Error()), "too many"))
+}
+
 // blockRetryingBusy calls the tool "block" until ctx ends, retrying while
 // the server answers 429: a slot is released when the server's handler
 // returns, a moment after the client has its answer.
 func blockRetryingBusy(ctx context.Context, cs *sdk.ClientSession) {
 	for ctx.Err() == nil {
 		_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "block", Arguments: map[string]any{}})
-		if err == nil || !strings.Contains(strings.ToLower(err.Error()), "too many") {
+		if !refusedBusy(err) {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -242,7 +248,7 @@ func callRetryingBusy(t *testing.T, cs *sdk.ClientSession, name string, args any
 		if err == nil {
 			return res
 		}
-		if !strings.Contains(strings.ToLower(err.Error()), "too many") || time.Now().After(deadline) {
+		if !refusedBusy(err) || time.Now().After(deadline) {
 			t.Fatalf("CallTool(%s): %v", name, err)
 		}
 		time.Sleep(20 * time.Millisecond)
