@@ -25,7 +25,57 @@ type rootFS struct {
 	root     *os.Root
 	readOnly bool
 	meter    *instance // counts bytes read; may be nil
+
+	// The directory of the last name looked up, opened through root: a
+	// guest that lists a directory and then examines or reads its entries
+	// (filesystem.list, search) costs one openat per entry instead of
+	// os.Root's walk from the mount down for every name. See sub.
+	subName string
+	sub     *os.Root
 }
+
+// sub returns the directory holding p (a path within the mount, as
+// rootPath returns it) opened as an *os.Root of its own, and p's last
+// element; ok is false when p has no plain last element. The directory
+// itself is resolved by r.root, so it cannot lie outside the mount; the
+// name is one element, not "." or "..", looked up without following a
+// final symlink. Every operation through it that fails is retried
+// through r.root (a symlink whose target is elsewhere in the mount, say),
+// so it changes speed, never the outcome. It is dropped when the guest
+// renames or removes a directory; a directory that another process moves
+// during the call is followed, as os.Root follows its own directory.
+func (r *rootFS) subdir(p string) (*os.Root, string, bool) {
+	dir, name := ".", p
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		dir, name = p[:i], p[i+1:]
+	}
+	if name == "" || name == "." || name == ".." || dir == "" {
+		return nil, "", false
+	}
+	if r.sub != nil && r.subName == dir {
+		return r.sub, name, true
+	}
+	if dir == "." {
+		return r.root, name, true
+	}
+	r.dropSub()
+	sub, err := r.root.OpenRoot(dir)
+	if err != nil {
+		return nil, "", false
+	}
+	r.sub, r.subName = sub, dir
+	return sub, name, true
+}
+
+func (r *rootFS) dropSub() {
+	if r.sub != nil {
+		r.sub.Close()
+		r.sub, r.subName = nil, ""
+	}
+}
+
+// close releases what the filesystem holds open besides its root.
+func (r *rootFS) close() { r.dropSub() }
 
 func rootPath(p string) string {
 	p = strings.TrimPrefix(p, "/")
@@ -97,13 +147,19 @@ func (r *rootFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileM
 	}
 	p := rootPath(path)
 	if flag&experimentalsys.O_NOFOLLOW != 0 {
-		if fi, err := r.root.Lstat(p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if st, e := r.Lstat(p); e == 0 && st.Mode&fs.ModeSymlink != 0 {
 			return nil, experimentalsys.ELOOP
 		}
 	}
-	f, err := r.root.OpenFile(p, of, perm)
-	if err != nil {
-		return nil, errno(err)
+	var f *os.File
+	var err error
+	if sub, name, ok := r.subdir(p); ok && !writes {
+		f, err = sub.OpenFile(name, of, perm)
+	}
+	if f == nil {
+		if f, err = r.root.OpenFile(p, of, perm); err != nil {
+			return nil, errno(err)
+		}
 	}
 	if flag&experimentalsys.O_DIRECTORY != 0 {
 		fi, err := f.Stat()
@@ -117,7 +173,13 @@ func (r *rootFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileM
 
 // Lstat implements experimentalsys.FS.
 func (r *rootFS) Lstat(path string) (sys.Stat_t, experimentalsys.Errno) {
-	fi, err := r.root.Lstat(rootPath(path))
+	p := rootPath(path)
+	if sub, name, ok := r.subdir(p); ok {
+		if fi, err := sub.Lstat(name); err == nil {
+			return sys.NewStat_t(fi), 0
+		}
+	}
+	fi, err := r.root.Lstat(p)
 	if err != nil {
 		return sys.Stat_t{}, errno(err)
 	}
@@ -126,7 +188,13 @@ func (r *rootFS) Lstat(path string) (sys.Stat_t, experimentalsys.Errno) {
 
 // Stat implements experimentalsys.FS.
 func (r *rootFS) Stat(path string) (sys.Stat_t, experimentalsys.Errno) {
-	fi, err := r.root.Stat(rootPath(path))
+	p := rootPath(path)
+	if sub, name, ok := r.subdir(p); ok {
+		if fi, err := sub.Stat(name); err == nil {
+			return sys.NewStat_t(fi), 0
+		}
+	}
+	fi, err := r.root.Stat(p)
 	if err != nil {
 		return sys.Stat_t{}, errno(err)
 	}
@@ -154,6 +222,7 @@ func (r *rootFS) Rename(from, to string) experimentalsys.Errno {
 	if r.readOnly {
 		return experimentalsys.EROFS
 	}
+	r.dropSub()
 	return errno(r.root.Rename(rootPath(from), rootPath(to)))
 }
 
@@ -170,6 +239,7 @@ func (r *rootFS) Rmdir(path string) experimentalsys.Errno {
 	if !fi.IsDir() {
 		return experimentalsys.ENOTDIR
 	}
+	r.dropSub()
 	return errno(r.root.Remove(p))
 }
 
@@ -245,10 +315,30 @@ type oneFS struct {
 func (o *oneFS) Open(name string) (fs.File, error) {
 	if f := o.first; f != nil {
 		o.first = nil
-		return f, nil
+		return listingFile{f}, nil
 	}
-	return o.root.Open(name)
+	f, err := o.root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return listingFile{f}, nil
 }
+
+// listingFile is an *os.File without its Readdir method, so that wazero's
+// adapter lists a directory through ReadDir: names and types from the
+// directory itself (getdents). Given Readdir, it stats every entry for
+// its inode number, one system call per entry that a guest listing a
+// directory or walking a tree does not need. Entries then come with inode
+// number 0, which WASI allows ("not available"); a guest that needs the
+// number stats the entry.
+type listingFile struct{ f *os.File }
+
+func (l listingFile) Stat() (fs.FileInfo, error)                { return l.f.Stat() }
+func (l listingFile) Read(b []byte) (int, error)                { return l.f.Read(b) }
+func (l listingFile) ReadAt(b []byte, off int64) (int, error)   { return l.f.ReadAt(b, off) }
+func (l listingFile) Seek(off int64, whence int) (int64, error) { return l.f.Seek(off, whence) }
+func (l listingFile) ReadDir(n int) ([]fs.DirEntry, error)      { return l.f.ReadDir(n) }
+func (l listingFile) Close() error                              { return l.f.Close() }
 
 func newRootFile(r *rootFS, p string, f *os.File, appendMode bool) (experimentalsys.File, experimentalsys.Errno) {
 	inner, e := (&sysfs.AdaptFS{FS: &oneFS{root: r.root, first: f}}).OpenFile(p, experimentalsys.O_RDONLY, 0)

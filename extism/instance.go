@@ -30,7 +30,7 @@ type instance struct {
 	t      *wasmTool
 	p      *extism.Plugin
 	tmpDir string
-	roots  []*os.Root
+	mounts []*rootFS
 
 	stdin  bytes.Reader
 	stdout capWriter
@@ -94,8 +94,9 @@ func (t *wasmTool) newInstance(ctx context.Context, spec *plugin.Spec) (_ *insta
 		if err != nil {
 			return fmt.Errorf("mount %s: %w", guest, err)
 		}
-		inst.roots = append(inst.roots, r)
-		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(&rootFS{root: r, readOnly: ro, meter: inst}, guest)
+		rfs := &rootFS{root: r, readOnly: ro, meter: inst}
+		inst.mounts = append(inst.mounts, rfs)
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(rfs, guest)
 		return nil
 	}
 	for _, m := range spec.Capabilities.Mounts {
@@ -287,10 +288,11 @@ func (inst *instance) close() {
 		_ = inst.p.Close(context.Background())
 		inst.p = nil
 	}
-	for _, r := range inst.roots {
-		r.Close()
+	for _, m := range inst.mounts {
+		m.close()
+		m.root.Close()
 	}
-	inst.roots = nil
+	inst.mounts = nil
 	if inst.tmpDir != "" {
 		if err := os.RemoveAll(inst.tmpDir); err != nil {
 			inst.t.log.Warn("removing per-call temp dir", "dir", inst.tmpDir, "error", err)

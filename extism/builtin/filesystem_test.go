@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolhost/toolhost/plugin"
 )
@@ -118,6 +119,14 @@ func TestFilesystemList(t *testing.T) {
 	for i := range 30 {
 		writeFiles(t, ws, map[string]string{fmt.Sprintf("many/f%02d", i): "x"})
 	}
+	// One entry of each kind with a known time, for the exact line format.
+	writeFiles(t, ws, map[string]string{"stamped/a file.txt": "12345", "stamped/sub/x": ""})
+	stamp := time.Date(2024, 3, 1, 12, 34, 56, 0, time.UTC)
+	for _, p := range []string{"stamped/a file.txt", "stamped/sub"} {
+		if err := os.Chtimes(filepath.Join(ws, p), stamp, stamp); err != nil {
+			t.Fatal(err)
+		}
+	}
 	h := newHost(t, fsSpec("filesystem.list", ws, map[string]string{"max_entries": "20"}))
 	probe := check{tool: "filesystem.list", args: `{"path":"src"}`, want: []string{"main.go"}}
 	cases := []check{
@@ -125,6 +134,10 @@ func TestFilesystemList(t *testing.T) {
 			want:    []string{"file         12  ", "  hello.txt\n", "dir           -  ", "  src/\n", "link ", "link.txt -> hello.txt", "unicode/"},
 			notWant: []string{"src/main.go"}},
 		{name: "default path", tool: "filesystem.list", args: `{}`, want: []string{"hello.txt"}},
+		{name: "exact lines", tool: "filesystem.list", args: `{"path":"stamped"}`,
+			want: []string{"file          5  2024-03-01 12:34:56  stamped/a file.txt\ndir           -  2024-03-01 12:34:56  stamped/sub/"}},
+		{name: "exact line of a file", tool: "filesystem.list", args: `{"path":"stamped/a file.txt"}`,
+			want: []string{"file          5  2024-03-01 12:34:56  stamped/a file.txt\n"}},
 		{name: "subdir shows workspace paths", tool: "filesystem.list", args: `{"path":"src"}`, want: []string{"  src/main.go", "  src/deep/\n"}},
 		{name: "depth", tool: "filesystem.list", args: `{"path":"src","depth":3}`, want: []string{"src/deep/util.go"}},
 		{name: "glob", tool: "filesystem.list", args: `{"path":"src","depth":3,"glob":"*.go"}`, want: []string{"src/main.go", "src/deep/util.go"}, notWant: []string{"src/deep/\n"}},

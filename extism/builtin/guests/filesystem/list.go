@@ -4,9 +4,9 @@ package main
 
 import (
 	"fmt"
-	"io/fs"
 	"os"
-	"path"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -82,98 +82,185 @@ func list(c *guest.Call) (*guest.Result, error) {
 	if e != nil {
 		return fail(e), nil
 	}
-	fi, err := os.Lstat(p.Abs)
+	fi, err := ms.Lstat(p.Abs)
 	if err != nil {
 		return fail(mounts.FromOS(p.Display, err)), nil
 	}
-	var sb strings.Builder
-	n := 0
 	if !fi.IsDir() {
-		writeEntry(&sb, ms.Display(p.Abs), p.Abs, fi)
-		return guest.Text(sb.String()), nil
+		return guest.Text(string(appendEntry(nil, ms.Display(p.Abs), p.Abs, fi))), nil
 	}
-	if _, err := os.ReadDir(p.Abs); err != nil {
-		return fail(mounts.FromOS(p.Display, err)), nil
-	}
+	// The listing is built with appends rather than fmt and time.Format:
+	// in a wasm guest those cost more than the host's work for an entry.
+	var out, dirBuf []byte
+	n := 0
 	stopped := false
-	var walk func(dir, rel string, depth int)
-	walk = func(dir, rel string, depth int) {
-		entries, err := os.ReadDir(dir)
+	var walk func(dir, rel string, depth int) error
+	walk = func(dir, rel string, depth int) error {
+		entries, buf, err := ms.ReadDir(dir, dirBuf)
+		dirBuf = buf
 		if err != nil {
-			fmt.Fprintf(&sb, "error %s: %v\n", ms.Display(dir), mounts.FromOS(ms.Display(dir), err).Msg)
-			return
+			return err
 		}
+		slices.SortFunc(entries, func(a, b mounts.Entry) int { return strings.Compare(a.Name, b.Name) })
 		for _, de := range entries {
 			if stopped {
-				return
+				return nil
 			}
-			abs := path.Join(dir, de.Name())
-			r := path.Join(rel, de.Name())
+			abs := joinPath(dir, de.Name)
+			r := joinPath(rel, de.Name)
 			if g == nil || g.Match(r) {
 				if n == maxEntries {
 					stopped = true
-					return
+					return nil
 				}
-				if info, err := de.Info(); err == nil {
-					writeEntry(&sb, ms.Display(abs), abs, info)
+				if info, err := ms.Lstat(abs); err == nil {
+					out = appendEntry(out, ms.Display(abs), abs, info)
 				} else {
-					writeUnknown(&sb, ms.Display(abs), de)
+					out = appendUnknown(out, ms.Display(abs), de)
 				}
 				n++
 			}
-			if de.IsDir() && depth > 1 && de.Name() != ".git" {
-				walk(abs, r, depth-1)
+			if de.IsDir() && depth > 1 && de.Name != ".git" {
+				if err := walk(abs, r, depth-1); err != nil {
+					out = fmt.Appendf(out, "error %s: %v\n", ms.Display(abs), mounts.FromOS(ms.Display(abs), err).Msg)
+				}
 			}
 		}
+		return nil
 	}
-	walk(p.Abs, "", in.Depth)
+	if err := walk(p.Abs, "", in.Depth); err != nil {
+		return fail(mounts.FromOS(p.Display, err)), nil
+	}
 	switch {
 	case stopped:
-		fmt.Fprintf(&sb, "[listing stopped at %d entries; narrow it with a smaller depth or a glob]", maxEntries)
+		out = fmt.Appendf(out, "[listing stopped at %d entries; narrow it with a smaller depth or a glob]", maxEntries)
 	case n == 0 && g != nil:
-		fmt.Fprintf(&sb, "[no entries match %q]", in.Glob)
+		out = fmt.Appendf(out, "[no entries match %q]", in.Glob)
 	case n == 0:
-		sb.WriteString("[empty directory]")
+		out = append(out, "[empty directory]"...)
 	}
-	return guest.Text(strings.TrimSuffix(sb.String(), "\n")), nil
+	return guest.Text(strings.TrimSuffix(string(out), "\n")), nil
 }
 
-// writeEntry writes one listing line: type, size, mtime, path.
-func writeEntry(sb *strings.Builder, shown, abs string, fi fs.FileInfo) {
+// joinPath joins a directory and an entry's name ("" is the search root).
+func joinPath(dir, name string) string {
+	switch {
+	case dir == "":
+		return name
+	case strings.HasSuffix(dir, "/"):
+		return dir + name
+	}
+	return dir + "/" + name
+}
+
+const notUTF8 = "  (name is not valid UTF-8; it cannot be passed to a tool)"
+
+// appendEntry appends one listing line: type, size, mtime (UTC), path.
+func appendEntry(b []byte, shown, abs string, fi mounts.Info) []byte {
 	name, ok := displayName(shown)
-	kind, size := "file", fmt.Sprint(fi.Size())
+	kind, size := "file", ""
 	switch {
 	case fi.IsDir():
 		kind, size, name = "dir", "-", name+"/"
-	case fi.Mode()&fs.ModeSymlink != 0:
+	case fi.IsSymlink():
 		kind = "link"
 		if t, err := os.Readlink(abs); err == nil {
 			name += " -> " + t
 		}
-	case !fi.Mode().IsRegular():
+	case !fi.IsRegular():
 		kind = "other"
 	}
 	if !ok {
-		name += "  (name is not valid UTF-8; it cannot be passed to a tool)"
+		name += notUTF8
 	}
-	fmt.Fprintf(sb, "%-4s %10s  %s  %s\n", kind, size, fi.ModTime().UTC().Format(time.DateTime), name)
+	if size == "" {
+		size = strconv.FormatInt(fi.Size, 10)
+	}
+	b = appendPadded(b, kind, -4)
+	b = append(b, ' ')
+	b = appendPadded(b, size, 10)
+	b = append(b, "  "...)
+	b = appendDateTime(b, time.Unix(0, fi.Mtime).UTC())
+	b = append(b, "  "...)
+	b = append(b, name...)
+	return append(b, '\n')
 }
 
-// writeUnknown writes the line of an entry that cannot be examined (gone
+// appendUnknown appends the line of an entry that cannot be examined (gone
 // since the listing, or a name the filesystem refuses to look up).
-func writeUnknown(sb *strings.Builder, shown string, de fs.DirEntry) {
+func appendUnknown(b []byte, shown string, de mounts.Entry) []byte {
 	name, ok := displayName(shown)
-	kind := "file"
-	switch t := de.Type(); {
-	case t.IsDir():
+	kind := "other"
+	switch {
+	case de.IsDir():
 		kind, name = "dir", name+"/"
-	case t&fs.ModeSymlink != 0:
+	case de.IsSymlink():
 		kind = "link"
-	case !t.IsRegular():
-		kind = "other"
+	case de.IsRegular():
+		kind = "file"
 	}
 	if !ok {
-		name += "  (name is not valid UTF-8; it cannot be passed to a tool)"
+		name += notUTF8
 	}
-	fmt.Fprintf(sb, "%-4s %10s  %19s  %s\n", kind, "?", "?", name)
+	b = appendPadded(b, kind, -4)
+	b = append(b, ' ')
+	b = appendPadded(b, "?", 10)
+	b = append(b, "  "...)
+	b = appendPadded(b, "?", 19)
+	b = append(b, "  "...)
+	b = append(b, name...)
+	return append(b, '\n')
+}
+
+// appendPadded appends s padded with spaces to width runes: on the left
+// for a positive width, on the right for a negative one (fmt's %10s and
+// %-4s).
+func appendPadded(b []byte, s string, width int) []byte {
+	left := width > 0
+	if width < 0 {
+		width = -width
+	}
+	pad := width - utf8.RuneCountInString(s)
+	if left {
+		for ; pad > 0; pad-- {
+			b = append(b, ' ')
+		}
+	}
+	b = append(b, s...)
+	for ; pad > 0; pad-- {
+		b = append(b, ' ')
+	}
+	return b
+}
+
+// appendDateTime appends t as time.DateTime ("2006-01-02 15:04:05").
+func appendDateTime(b []byte, t time.Time) []byte {
+	y, mo, d := t.Date()
+	if y < 1000 || y > 9999 {
+		return t.AppendFormat(b, time.DateTime)
+	}
+	h, mi, s := t.Clock()
+	b = appendDigits(b, y, 4)
+	b = append(b, '-')
+	b = appendDigits(b, int(mo), 2)
+	b = append(b, '-')
+	b = appendDigits(b, d, 2)
+	b = append(b, ' ')
+	b = appendDigits(b, h, 2)
+	b = append(b, ':')
+	b = appendDigits(b, mi, 2)
+	b = append(b, ':')
+	return appendDigits(b, s, 2)
+}
+
+// appendDigits appends the non-negative v in exactly n digits.
+func appendDigits(b []byte, v, n int) []byte {
+	for i := n - 1; i >= 0; i-- {
+		p := 1
+		for range i {
+			p *= 10
+		}
+		b = append(b, byte('0'+v/p%10))
+	}
+	return b
 }

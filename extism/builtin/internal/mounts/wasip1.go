@@ -68,18 +68,12 @@ const (
 // every open, which dominate a search over thousands of small files. A file
 // larger than max is not read: ok is false and the error nil.
 func (s Set) ReadFile(abs string, buf []byte, max int64) (data []byte, ok bool, err error) {
-	m, found := s.mountOf(abs)
-	dirFD, known := s.fds[m]
-	if !found || !known {
-		return nil, false, syscall.ENOENT
+	dirFD, rel, err := s.at(abs)
+	if err != nil {
+		return nil, false, err
 	}
-	rel := "."
-	if abs != m {
-		rel = abs[len(m)+1:]
-	}
-	p := []byte(rel)
 	var fd int32
-	if e := pathOpen(dirFD, lookupSymlinkFollow, unsafe.Pointer(&p[0]), uint32(len(p)), 0, rightFDRead, 0, 0, unsafe.Pointer(&fd)); e != 0 {
+	if e := pathOpen(dirFD, lookupSymlinkFollow, unsafe.Pointer(unsafe.StringData(rel)), uint32(len(rel)), 0, rightFDRead, 0, 0, unsafe.Pointer(&fd)); e != 0 {
 		return nil, false, syscall.Errno(e)
 	}
 	defer fdClose(fd)
@@ -107,6 +101,58 @@ func (s Set) ReadFile(abs string, buf []byte, max int64) (data []byte, ok bool, 
 	return buf[:n], true, nil
 }
 
+// at returns the preopened directory holding abs (a path Resolve
+// returned) and abs relative to it.
+func (s Set) at(abs string) (int32, string, error) {
+	m, found := s.mountOf(abs)
+	dirFD, known := s.fds[m]
+	if !found || !known {
+		return 0, "", syscall.ENOENT
+	}
+	if abs == m {
+		return dirFD, ".", nil
+	}
+	if m == "/" {
+		return dirFD, abs[1:], nil
+	}
+	return dirFD, abs[len(m)+1:], nil
+}
+
+//go:wasmimport wasi_snapshot_preview1 path_filestat_get
+func pathFilestatGet(fd int32, flags uint32, path unsafe.Pointer, pathLen uint32, buf unsafe.Pointer) int32
+
+// Info is what Lstat tells of a file.
+type Info struct {
+	Kind  uint8 // WASI file type
+	Size  int64
+	Mtime int64 // nanoseconds since the Unix epoch
+}
+
+// IsDir reports whether the file is a directory.
+func (i Info) IsDir() bool { return i.Kind == typeDirectory }
+
+// IsRegular reports whether the file is a regular file.
+func (i Info) IsRegular() bool { return i.Kind == typeRegular }
+
+// IsSymlink reports whether the file is a symbolic link.
+func (i Info) IsSymlink() bool { return i.Kind == typeSymlink }
+
+// Lstat examines abs (a path Resolve returned) without following a final
+// symbolic link, in one WASI call: os.Lstat adds the package's path
+// handling and a FileInfo to every call, which a listing of many entries
+// pays for each.
+func (s Set) Lstat(abs string) (Info, error) {
+	dirFD, rel, err := s.at(abs)
+	if err != nil {
+		return Info{}, err
+	}
+	var st [8]uint64 // WASI filestat: dev, ino, filetype, nlink, size, atim, mtim, ctim
+	if e := pathFilestatGet(dirFD, 0, unsafe.Pointer(unsafe.StringData(rel)), uint32(len(rel)), unsafe.Pointer(&st[0])); e != 0 {
+		return Info{}, syscall.Errno(e)
+	}
+	return Info{Kind: uint8(st[2]), Size: int64(st[4]), Mtime: int64(st[6])}, nil
+}
+
 //go:wasmimport wasi_snapshot_preview1 fd_readdir
 func fdReaddir(fd int32, buf unsafe.Pointer, bufLen uint32, cookie uint64, used unsafe.Pointer) int32
 
@@ -131,22 +177,19 @@ func (e Entry) IsDir() bool { return e.kind == typeDirectory }
 // IsRegular reports whether the entry is a regular file.
 func (e Entry) IsRegular() bool { return e.kind == typeRegular }
 
+// IsSymlink reports whether the entry is a symbolic link.
+func (e Entry) IsSymlink() bool { return e.kind == typeSymlink }
+
 // ReadDir lists the directory abs (a path Resolve returned) in one pass
 // over WASI fd_readdir, with entry types and no stat calls, in the host's
 // order (unsorted); buf is scratch space, returned for reuse.
 func (s Set) ReadDir(abs string, buf []byte) ([]Entry, []byte, error) {
-	m, found := s.mountOf(abs)
-	dirFD, known := s.fds[m]
-	if !found || !known {
-		return nil, buf, syscall.ENOENT
+	dirFD, rel, err := s.at(abs)
+	if err != nil {
+		return nil, buf, err
 	}
-	rel := "."
-	if abs != m {
-		rel = abs[len(m)+1:]
-	}
-	p := []byte(rel)
 	var fd int32
-	if e := pathOpen(dirFD, 0, unsafe.Pointer(&p[0]), uint32(len(p)), oflagDir, rightReaddir, 0, 0, unsafe.Pointer(&fd)); e != 0 {
+	if e := pathOpen(dirFD, 0, unsafe.Pointer(unsafe.StringData(rel)), uint32(len(rel)), oflagDir, rightReaddir, 0, 0, unsafe.Pointer(&fd)); e != 0 {
 		return nil, buf, syscall.Errno(e)
 	}
 	defer fdClose(fd)
