@@ -72,7 +72,7 @@ func FuzzSplitAnswers(f *testing.F) {
 	})
 }
 
-func FuzzCarriesRequest(f *testing.F) {
+func FuzzRequestIDs(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`,
 		`{"jsonrpc":"2.0","method":"notifications/cancelled"}`,
@@ -83,7 +83,8 @@ func FuzzCarriesRequest(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		got := carriesRequest(body)
+		ids, ok := requestIDs(body)
+		got := !ok || len(ids) > 0
 		// A body that is one response or notification (an object without
 		// a method, or with a method but no id) is never held back by the
 		// concurrency cap.
@@ -93,6 +94,41 @@ func FuzzCarriesRequest(f *testing.F) {
 			if _, hasMethod := m["method"]; !hasMethod || !hasID || string(bytes.TrimSpace(id)) == "null" {
 				t.Fatalf("a message that is not a request counted as one: %s", body)
 			}
+		}
+	})
+}
+
+// FuzzResponseID checks the reading of an answer's id from a server-sent
+// event against decoding the whole message.
+func FuzzResponseID(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`,
+		`{"jsonrpc":"2.0","result":{},"id":"a"}`,
+		`{"jsonrpc":"2.0","id":7,"error":{"code":-1,"message":"x"}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"elicitation/create","params":{}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{}}`,
+		`{"jsonrpc":"2.0","id":null,"result":{}}`, `{"id":1.0,"result":1}`, `garbage`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		id, ok := responseID(data)
+		var m map[string]json.RawMessage
+		if json.Unmarshal(data, &m) != nil || m == nil {
+			// Only the start of a message is read (a result may be
+			// megabytes); the SDK writes whole, valid messages.
+			return
+		}
+		_, hasResult := m["result"]
+		_, hasError := m["error"]
+		_, hasMethod := m["method"]
+		raw, hasID := m["id"]
+		want := (hasResult || hasError) && !hasMethod && hasID && string(bytes.TrimSpace(raw)) != "null"
+		if ok && !want {
+			t.Fatalf("%s read as a response to %s", data, id)
+		}
+		if ok && id != idKey(raw) {
+			t.Fatalf("%s: id %s, want %s", data, id, idKey(raw))
 		}
 	})
 }

@@ -170,7 +170,8 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	if !carriesRequest(body) {
+	ids, parsed := requestIDs(body)
+	if parsed && len(ids) == 0 {
 		// Notifications and answers to the server's own requests
 		// (elicitation) are never held back: a call may be waiting on them.
 		g.next.ServeHTTP(w, r)
@@ -185,7 +186,11 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusTooManyRequests, fmt.Sprintf("too many requests in flight (at most %d per client, %d in all)", g.opts.MaxConcurrent, g.opts.MaxConcurrentTotal))
 		return
 	}
-	defer g.release(key)
+	release := sync.OnceFunc(func() { g.release(key) })
+	defer release()
+	if parsed {
+		w = newAnswerWriter(w, ids, release)
+	}
 	g.next.ServeHTTP(w, r)
 }
 
@@ -209,10 +214,11 @@ func (g *guard) release(key string) {
 	}
 }
 
-// carriesRequest reports whether a POST body holds a JSON-RPC request (a
-// message with a method and an id), as opposed to notifications and
-// responses. Unparsable bodies count as requests; the SDK rejects them.
-func carriesRequest(body []byte) bool {
+// requestIDs returns the ids of the JSON-RPC requests (messages with a
+// method and an id) in a POST body, a message or a batch, as idKey gives
+// them; notifications and responses have none. ok is false when the body
+// does not parse: it is treated as a request, which the SDK rejects.
+func requestIDs(body []byte) (ids []string, ok bool) {
 	type msg struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
@@ -221,21 +227,134 @@ func carriesRequest(body []byte) bool {
 	var msgs []msg
 	if len(body) > 0 && body[0] == '[' {
 		if json.Unmarshal(body, &msgs) != nil {
-			return true
+			return nil, false
 		}
 	} else {
 		var m msg
 		if json.Unmarshal(body, &m) != nil {
-			return true
+			return nil, false
 		}
 		msgs = []msg{m}
 	}
 	for _, m := range msgs {
 		if m.Method != "" && len(m.ID) > 0 && string(m.ID) != "null" {
-			return true
+			ids = append(ids, idKey(m.ID))
 		}
 	}
-	return false
+	return ids, true
+}
+
+// idKey is a JSON-RPC id in a form that compares equal however it was
+// written (1, 1.0; "a").
+func idKey(raw json.RawMessage) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	return fmt.Sprintf("%T:%v", v, v)
+}
+
+// answerWriter frees a POST's concurrency slot as soon as the answers to
+// all its requests are written, before their bytes go out, so that a client
+// that waits for each answer is never refused for the request it sends
+// next. The SDK streams answers as server-sent events, written and flushed
+// before its handler returns; a slot freed only when the handler returns
+// would still be taken when a fast client's next request arrives. A JSON
+// (not event-stream) answer reaches the client only after the handler
+// returns, when the slot is freed anyway.
+type answerWriter struct {
+	http.ResponseWriter
+	pending map[string]bool
+	release func()
+}
+
+func newAnswerWriter(w http.ResponseWriter, ids []string, release func()) *answerWriter {
+	a := &answerWriter{ResponseWriter: w, pending: make(map[string]bool, len(ids)), release: release}
+	for _, id := range ids {
+		a.pending[id] = true
+	}
+	return a
+}
+
+func (a *answerWriter) Write(p []byte) (int, error) {
+	if len(a.pending) > 0 && strings.HasPrefix(a.Header().Get("Content-Type"), "text/event-stream") {
+		for _, id := range answeredIDs(p) {
+			delete(a.pending, id)
+		}
+		if len(a.pending) == 0 {
+			a.release()
+		}
+	}
+	return a.ResponseWriter.Write(p)
+}
+
+// Flush implements http.Flusher (the SDK flushes every event).
+func (a *answerWriter) Flush() {
+	if f, ok := a.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (a *answerWriter) Unwrap() http.ResponseWriter { return a.ResponseWriter }
+
+// answeredIDs returns the ids (as idKey gives them) of the JSON-RPC
+// responses in the server-sent events of p. It reads each event's data only
+// up to its result or error, however large the result.
+func answeredIDs(p []byte) []string {
+	var ids []string
+	for line := range bytes.Lines(p) {
+		data, ok := bytes.CutPrefix(line, []byte("data:"))
+		if !ok {
+			continue
+		}
+		if id, ok := responseID(data); ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// responseID reports whether data, one JSON-RPC message, is a response
+// (an id with a result or an error, and no method), and its id.
+func responseID(data []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", false
+	}
+	var id json.RawMessage
+	answer := false
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		switch t {
+		case "method":
+			return "", false
+		case "id":
+			if dec.Decode(&id) != nil {
+				return "", false
+			}
+			continue
+		case "result", "error":
+			answer = true
+		}
+		if answer && id != nil {
+			if _, err := dec.Token(); err != nil { // the value starts well
+				return "", false
+			}
+			break
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return "", false
+		}
+	}
+	if !answer || id == nil || string(id) == "null" {
+		return "", false
+	}
+	return idKey(id), true
 }
 
 func remoteHost(addr string) string {

@@ -226,8 +226,8 @@ func refusedBusy(err error) bool {
 }
 
 // blockRetryingBusy calls the tool "block" until ctx ends, retrying while
-// the server answers 429: a slot is released when the server's handler
-// returns, a moment after the client has its answer.
+// the server answers 429: a call the client gave up on holds its slot until
+// the server has stopped it.
 func blockRetryingBusy(ctx context.Context, cs *sdk.ClientSession) {
 	for ctx.Err() == nil {
 		_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "block", Arguments: map[string]any{}})
@@ -239,7 +239,7 @@ func blockRetryingBusy(ctx context.Context, cs *sdk.ClientSession) {
 }
 
 // callRetryingBusy calls a tool, retrying for a few seconds while the
-// server answers 429 (slots of calls that just ended not yet released).
+// server answers 429 (cancelled calls still being stopped hold their slots).
 func callRetryingBusy(t *testing.T, cs *sdk.ClientSession, name string, args any) *sdk.CallToolResult {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
@@ -310,5 +310,23 @@ func TestHTTPLargeArguments(t *testing.T) {
 	raw, _ := json.Marshal(res.Meta)
 	if !strings.Contains(string(raw), "truncated") {
 		t.Errorf("a 600 KiB answer was not truncated for the model: meta %s", raw)
+	}
+}
+
+// A client that waits for each answer before its next request never hits
+// the concurrency cap, however fast it goes: a slot is free again before
+// the client can read the answer that ends it.
+func TestHTTPSequentialClientNeverBusy(t *testing.T) {
+	th := newTestHost(t)
+	url, _ := httpServer(t, newServer(t, th.Host), mcp.HTTPOptions{MaxConcurrent: 1, MaxConcurrentTotal: 1})
+	cs := httpSession(t, url, clientOptions{}, "")
+	for i := range 300 {
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "fx_echo", Arguments: map[string]any{"text": "x"}})
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if got := callText(t, res); got != "x" {
+			t.Fatalf("call %d: %q", i, got)
+		}
 	}
 }
