@@ -77,6 +77,13 @@ type Adapter struct {
 	modDir   string  // transformed modules, under the cache directory
 	lists    listings
 
+	// scanned remembers the digest and scan of built-in modules, which
+	// several tools share: hashing a Go guest costs milliseconds, paid
+	// once per module rather than once per tool. Keyed by the module's
+	// first byte; built-in modules are the binary's own, never freed.
+	scannedMu sync.Mutex
+	scanned   map[*byte]scannedModule
+
 	mu     sync.Mutex
 	tools  []*wasmTool
 	closed bool
@@ -280,6 +287,34 @@ func (a *Adapter) artifact(src *plugin.Source) ([]byte, string, error) {
 	return nil, "", errors.New("source names no artifact: set path, bytes or builtin")
 }
 
+type scannedModule struct {
+	digest string
+	info   *moduleInfo
+	err    error
+}
+
+// scan returns raw's sha256 (hex) and what scanModule finds in it,
+// remembered for static (built-in) modules.
+func (a *Adapter) scan(raw []byte, static bool) (string, *moduleInfo, error) {
+	if !static || len(raw) == 0 {
+		info, err := scanModule(raw)
+		return sha256Hex(raw), info, err
+	}
+	key := &raw[0]
+	a.scannedMu.Lock()
+	defer a.scannedMu.Unlock()
+	if m, ok := a.scanned[key]; ok {
+		return m.digest, m.info, m.err
+	}
+	info, err := scanModule(raw)
+	m := scannedModule{sha256Hex(raw), info, err}
+	if a.scanned == nil {
+		a.scanned = map[*byte]scannedModule{}
+	}
+	a.scanned[key] = m
+	return m.digest, m.info, m.err
+}
+
 // Load reads, verifies and scans the artifact spec names, starts compiling
 // it in the background and returns the tool. For a list_tools plugin whose
 // Spec supplies no input schema, Load waits for the compilation and asks
@@ -300,11 +335,10 @@ func (a *Adapter) Load(ctx context.Context, spec *plugin.Spec) (plugin.Tool, err
 	if err != nil {
 		return nil, fail("%v", err)
 	}
-	got := sha256Hex(raw)
+	got, info, err := a.scan(raw, spec.Source.Builtin != "")
 	if want := strings.ToLower(strings.TrimSpace(spec.Source.SHA256)); want != "" && want != got {
 		return nil, fail("%s: sha256 mismatch: expected %s, got %s; refusing to load", where, want, got)
 	}
-	info, err := scanModule(raw)
 	if err != nil {
 		return nil, fail("%s: %v", where, err)
 	}

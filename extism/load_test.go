@@ -118,6 +118,15 @@ func TestBuiltins(t *testing.T) {
 	if m := structured(t, res); m["words"] != float64(3) || m["lines"] != float64(2) {
 		t.Fatalf("text_stats = %v", m)
 	}
+	// The module's digest is remembered, and still checked for each tool.
+	bad := plugin.Spec{Name: "pinned_wrong", Source: plugin.Source{Builtin: "textstats", SHA256: strings.Repeat("cd", 32)}}
+	if _, err := a.Load(context.Background(), &bad); err == nil || !strings.Contains(err.Error(), "got "+sha256Hex(b)) {
+		t.Errorf("second tool pinned to another digest: %v", err)
+	}
+	again := plugin.Spec{Name: "text_stats_again", Source: plugin.Source{Builtin: "textstats", Tool: "text_stats", SHA256: sha256Hex(b)}}
+	if _, err := call(t, loadWith(t, a, again), &again, map[string]any{"text": "x"}, nil); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestTransformHook(t *testing.T) {

@@ -208,6 +208,28 @@ func TestNames(t *testing.T) {
 	if !slices.Contains(names, "filesystem") {
 		t.Errorf("Names() = %v, missing filesystem", names)
 	}
+	// Every module go generate wrote is embedded and listed.
+	files, err := filepath.Glob("wasm/*.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var onDisk []string
+	for _, f := range files {
+		onDisk = append(onDisk, strings.TrimSuffix(filepath.Base(f), ".wasm"))
+	}
+	if !slices.Equal(onDisk, names) {
+		t.Errorf("wasm/ holds %v, builtin.go embeds %v: add a variable for each module", onDisk, names)
+	}
+	for _, n := range names {
+		b, _ := builtin.Lookup(n)
+		disk, err := os.ReadFile(filepath.Join("wasm", n+".wasm"))
+		if err != nil || !bytes.Equal(b, disk) {
+			t.Errorf("Lookup(%q) differs from wasm/%s.wasm", n, n)
+		}
+		if again, _ := builtin.Lookup(n); &again[0] != &b[0] {
+			t.Errorf("Lookup(%q) copies the module", n)
+		}
+	}
 	for _, bad := range []string{"", "nope", "../wasm/filesystem", "filesystem.wasm", "GOVERSION"} {
 		if _, ok := builtin.Lookup(bad); ok {
 			t.Errorf("Lookup(%q) succeeded", bad)
