@@ -70,6 +70,7 @@ type Adapter struct {
 	xforms   []Transform
 	lookup   LookupFunc
 	tmpBase  string
+	tmps     tmpDirs // per-call /tmp directories, recycled while untouched
 	fuel     bool
 	snap     bool    // pre-initialise modules (snapshot.go)
 	snapSeed []byte  // per-host secret the snapshots' random state is derived from
@@ -99,6 +100,7 @@ func New(cfg Config) (*Adapter, error) {
 		xforms:   append([]Transform(nil), cfg.Transforms...),
 		lookup:   cfg.Lookup,
 		tmpBase:  cfg.TempDir,
+		tmps:     tmpDirs{base: cfg.TempDir},
 		fuel:     !cfg.DisableFuel,
 		snap:     !cfg.DisableSnapshots,
 	}
@@ -172,6 +174,7 @@ func (a *Adapter) Close() error {
 	}
 	errs = append(errs, a.cache.Close(context.Background()))
 	a.mem.drain()
+	a.tmps.close()
 	return errors.Join(errs...)
 }
 

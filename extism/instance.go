@@ -29,7 +29,8 @@ import (
 type instance struct {
 	t      *wasmTool
 	p      *extism.Plugin
-	tmpDir string
+	tmp    *tmpDir
+	tmpFS  *rootFS
 	mounts []*rootFS
 
 	stdin  bytes.Reader
@@ -84,29 +85,25 @@ func (t *wasmTool) newInstance(ctx context.Context, spec *plugin.Spec) (_ *insta
 			inst.close()
 		}
 	}()
-	inst.tmpDir, err = os.MkdirTemp(t.a.tmpBase, "toolhost-call-")
+	inst.tmp, err = t.a.tmps.get()
 	if err != nil {
 		return nil, fmt.Errorf("per-call temp dir: %w", err)
 	}
 	fsc := wazero.NewFSConfig()
-	mount := func(dir, guest string, ro bool) error {
-		r, err := os.OpenRoot(dir)
+	for _, m := range spec.Capabilities.Mounts {
+		guest := path.Clean("/" + m.GuestPath)
+		r, err := os.OpenRoot(m.HostPath)
 		if err != nil {
-			return fmt.Errorf("mount %s: %w", guest, err)
+			return nil, fmt.Errorf("mount %s: %w", guest, err)
 		}
-		rfs := &rootFS{root: r, readOnly: ro, meter: inst}
+		rfs := &rootFS{root: r, readOnly: m.ReadOnly, meter: inst}
 		inst.mounts = append(inst.mounts, rfs)
 		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(rfs, guest)
-		return nil
 	}
-	for _, m := range spec.Capabilities.Mounts {
-		if err := mount(m.HostPath, path.Clean("/"+m.GuestPath), m.ReadOnly); err != nil {
-			return nil, err
-		}
-	}
-	if err := mount(inst.tmpDir, "/tmp", false); err != nil {
-		return nil, err
-	}
+	// The temp dir's root belongs to the pool: this instance's rootFS
+	// does not close it.
+	inst.tmpFS = &rootFS{root: inst.tmp.root, meter: inst}
+	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(inst.tmpFS, "/tmp")
 	mc := wazero.NewModuleConfig().
 		WithFSConfig(fsc).
 		WithStdin(&inst.stdin).
@@ -293,11 +290,15 @@ func (inst *instance) close() {
 		m.root.Close()
 	}
 	inst.mounts = nil
-	if inst.tmpDir != "" {
-		if err := os.RemoveAll(inst.tmpDir); err != nil {
-			inst.t.log.Warn("removing per-call temp dir", "dir", inst.tmpDir, "error", err)
+	if inst.tmpFS != nil {
+		inst.tmpFS.close()
+		inst.tmpFS = nil
+	}
+	if inst.tmp != nil {
+		if err := inst.t.a.tmps.put(inst.tmp); err != nil {
+			inst.t.log.Warn("removing per-call temp dir", "dir", inst.tmp.path, "error", err)
 		}
-		inst.tmpDir = ""
+		inst.tmp = nil
 	}
 }
 
