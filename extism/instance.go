@@ -120,10 +120,22 @@ func (t *wasmTool) newInstance(ctx context.Context, spec *plugin.Spec) (_ *insta
 		return nil, plugin.LimitError("memory", "the module needs %s of memory to start, more than its %s memory limit",
 			plugin.FormatSize(int64(m)), plugin.FormatSize(t.limits.Memory))
 	}
+	if !t.snap.noPlan.Load() {
+		inst.mem.plan = t.snap.plan
+	}
 	inst.p, err = t.compiled.Instance(ictx, extism.PluginInstanceConfig{ModuleConfig: mc})
 	if err != nil {
 		return nil, fmt.Errorf("instantiate: %w", err)
 	}
+	if inst.mem.planned && !inst.planWentToModule() {
+		// The memory spared clearing under the segments was not the
+		// module's own: discard the instance, and clear in full from now on.
+		t.snap.noPlan.Store(true)
+		t.log.Warn("guest memories were made in an unexpected order; clearing recycled memories in full")
+		inst.close()
+		return t.newInstance(ctx, spec)
+	}
+	inst.mem.plan = nil
 	inst.p.SetLogger(inst.guestLog)
 	if t.info.initName != "" && !t.snap.on { // a snapshot's initialiser is a no-op
 		ictx, cancel := context.WithTimeout(ctx, t.limits.Timeout)
@@ -141,6 +153,17 @@ func (t *wasmTool) newInstance(ctx context.Context, spec *plugin.Spec) (_ *insta
 	inst.stdout.buf.Reset()
 	inst.stderr.reset()
 	return inst, nil
+}
+
+// planWentToModule reports whether the data plan was used for the module's
+// own memory: there were two memories, and the first, spared nothing, is
+// the Extism kernel's.
+func (inst *instance) planWentToModule() bool {
+	if inst.mem.allocs != 2 || inst.mem.first == nil {
+		return false
+	}
+	view, ok := inst.p.Memory().Read(0, 1)
+	return ok && &view[0] == inst.mem.first
 }
 
 // begin binds the instance to a call.
@@ -388,6 +411,15 @@ type memLimiter struct {
 	hit   atomic.Bool
 	onHit func()
 	pool  *memPool // recycled reservations (unix)
+
+	// Instantiation bookkeeping for dataPlan (mem_unix.go): the plan of the
+	// module's own memory, how many memories were made, where the first
+	// one starts, and whether a plan was used.
+	plan    *dataPlan
+	allocs  int
+	first   *byte
+	planned bool
+	made    []experimental.LinearMemory // every memory, in order
 }
 
 // Allocate implements experimental.MemoryAllocator.
@@ -396,13 +428,14 @@ func (m *memLimiter) Allocate(capacity, max uint64) experimental.LinearMemory {
 	if max > limit {
 		max = limit
 	}
-	if lm := mapMemory(m, max); lm != nil {
-		return lm
+	var lm experimental.LinearMemory
+	if mm := mapMemory(m, max); mm != nil {
+		lm = mm
+	} else {
+		lm = &linearMemory{lim: m, buf: make([]byte, 0, min(capacity, limit))}
 	}
-	if capacity > limit {
-		capacity = limit
-	}
-	return &linearMemory{lim: m, buf: make([]byte, 0, capacity)}
+	m.made = append(m.made, lm)
+	return lm
 }
 
 // refuse records that a memory was asked to grow past the limit.

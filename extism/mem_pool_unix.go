@@ -8,18 +8,20 @@ import (
 )
 
 // memPool keeps the address-space reservations of closed instances' guest
-// memories, cleared, for the next instances of any tool of the adapter.
-// With a snapshot, creating an instance is mostly copying the snapshot's
-// memory image into a new memory; into a fresh reservation every page of it
-// is a page fault (~2 ms for a Go guest here), into a recycled one it is a
-// plain copy. A memory is cleared when it is taken, before the new instance
-// is given it, so nothing passes from one instance to the next; clearing it
-// then rather than when it is returned leaves it in the CPU caches for the
-// instance's first call, which otherwise reads the whole of its memory
-// image from DRAM.
+// memories for the next instances of any tool of the adapter. With a
+// snapshot, creating an instance is mostly copying the snapshot's memory
+// image into a new memory; into a fresh reservation every page of it is a
+// page fault (~2 ms for a Go guest here), into a recycled one it is a plain
+// copy. A recycled memory is cleared as the new instance takes it into use
+// (mappedMemory.Reallocate: its initial size at instantiation, the rest as
+// it grows), before the guest runs, so nothing passes from one instance to
+// the next; clearing it then rather than when it is returned leaves it in
+// the CPU caches for the instance's first call, which otherwise reads the
+// whole of its memory image from DRAM. Where instantiation is about to
+// write a data segment anyway, it is not cleared first (dataPlan).
 type memPool struct {
 	mu     sync.Mutex
-	free   [][]byte // len = the bytes that were used (not yet cleared), cap = the reservation
+	free   [][]byte // len = the bytes that may hold data (not yet cleared), cap = the reservation
 	held   int      // sum of len(free[i]): resident memory kept
 	closed bool
 }
@@ -35,10 +37,12 @@ const (
 	memPoolMaxUsed = 16 << 20
 )
 
-// get returns a cleared reservation of exactly size bytes, or nil.
-func (p *memPool) get(size uint64) []byte {
+// get returns a reservation of exactly size bytes, or nil, and how many of
+// its first bytes may hold an earlier instance's data: the caller clears
+// them before use.
+func (p *memPool) get(size uint64) ([]byte, uint64) {
 	if p == nil {
-		return nil
+		return nil, 0
 	}
 	p.mu.Lock()
 	var found []byte
@@ -52,14 +56,13 @@ func (p *memPool) get(size uint64) []byte {
 	}
 	p.mu.Unlock()
 	if found == nil {
-		return nil
+		return nil, 0
 	}
-	clear(found) // only the first len(found) bytes were ever written
-	return found[:0]
+	return found[:0], uint64(len(found))
 }
 
-// put takes back a reservation whose first len(b) bytes were used; false
-// means the caller unmaps it.
+// put takes back a reservation whose first len(b) bytes may hold data;
+// false means the caller unmaps it.
 func (p *memPool) put(b []byte) bool {
 	if p == nil || len(b) > memPoolMaxUsed {
 		return false

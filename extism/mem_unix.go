@@ -15,6 +15,14 @@ import (
 type mappedMemory struct {
 	lim *memLimiter
 	buf []byte // len = current size, cap = reserved
+	// dirty: the bytes [len(buf), dirty) of a recycled reservation may
+	// still hold an earlier instance's data; they are cleared as the
+	// memory grows over them.
+	dirty uint64
+	// plan, when set, is what instantiation writes into this memory right
+	// after its first Reallocate: that clears only the gaps between the
+	// segments (memLimiter.Allocate decides which memory it is for).
+	plan *dataPlan
 }
 
 // mapMemory reserves max bytes, or returns nil to fall back to the heap.
@@ -22,14 +30,27 @@ func mapMemory(m *memLimiter, max uint64) experimental.LinearMemory {
 	if max == 0 || max > 1<<32 {
 		return nil
 	}
-	if b := m.pool.get(max); b != nil {
-		return &mappedMemory{lim: m, buf: b}
+	mm := &mappedMemory{lim: m}
+	if b, dirty := m.pool.get(max); b != nil {
+		mm.buf, mm.dirty = b, dirty
+	} else {
+		b, err := syscall.Mmap(-1, 0, int(max), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON|mapNoReserve)
+		if err != nil {
+			return nil
+		}
+		mm.buf = b[:0]
 	}
-	b, err := syscall.Mmap(-1, 0, int(max), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON|mapNoReserve)
-	if err != nil {
-		return nil
+	// An Extism instance has two memories, made in this order: the
+	// kernel's, then the module's own, which the plan describes. newInstance
+	// checks afterwards that the first was indeed the kernel's.
+	m.allocs++
+	switch m.allocs {
+	case 1:
+		m.first = &mm.buf[:1][0]
+	case 2:
+		mm.plan = m.plan
 	}
-	return &mappedMemory{lim: m, buf: b[:0]}
+	return mm
 }
 
 // Reallocate implements experimental.LinearMemory.
@@ -38,6 +59,18 @@ func (l *mappedMemory) Reallocate(size uint64) []byte {
 		l.lim.refuse()
 		return nil
 	}
+	old := uint64(len(l.buf))
+	l.buf = l.buf[:max(old, size)]
+	if size > old && old < l.dirty {
+		hi := min(size, l.dirty)
+		if p := l.plan; p != nil && old == 0 && size == p.size {
+			p.clearExcept(l.buf, 0, hi)
+			l.lim.planned = true
+		} else {
+			clear(l.buf[old:hi])
+		}
+	}
+	l.plan = nil
 	l.buf = l.buf[:size]
 	return l.buf
 }
@@ -45,7 +78,7 @@ func (l *mappedMemory) Reallocate(size uint64) []byte {
 // Free implements experimental.LinearMemory.
 func (l *mappedMemory) Free() {
 	if l.buf != nil {
-		if !l.lim.pool.put(l.buf) {
+		if !l.lim.pool.put(l.buf[:max(uint64(len(l.buf)), l.dirty)]) {
 			_ = syscall.Munmap(l.buf[:cap(l.buf)])
 		}
 		l.buf = nil

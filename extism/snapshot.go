@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -51,6 +52,10 @@ type snapState struct {
 	// minMemory is the initial size of the compiled module's memory, in
 	// bytes (for every module, snapshot or not).
 	minMemory uint64
+	// plan is what instantiating a snapshot writes into its memory
+	// (dataPlan); noPlan turns its use off (see newInstance).
+	plan   *dataPlan
+	noPlan atomic.Bool
 
 	// The plain module, compiled on the first instance whose mounts differ
 	// from preopens.
@@ -182,6 +187,7 @@ func (t *wasmTool) noteSnapshot(code []byte) {
 	}
 	if info, ok := snapshot.Describe(code); ok {
 		t.snap.on, t.snap.preopens = true, info.Preopens
+		t.snap.plan = newDataPlan(code, t.snap.minMemory)
 	}
 }
 

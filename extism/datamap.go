@@ -1,0 +1,138 @@
+package extism
+
+import (
+	"slices"
+
+	"github.com/toolhost/toolhost/extism/internal/wasmbin"
+)
+
+// memRange is a byte range [off, end) of a guest memory.
+type memRange struct{ off, end uint64 }
+
+// dataPlan describes what instantiating a module writes into its memory:
+// the active data segments, each copied in whole (zero bytes included) over
+// whatever the memory held. A recycled memory given to that module need
+// not be cleared where a segment will overwrite it, only in the gaps
+// (mem_pool_unix.go). For a snapshot of a Go guest the segments cover about
+// half of the initial memory.
+type dataPlan struct {
+	size   uint64     // the memory's initial size
+	ranges []memRange // sorted, merged, within [0, size)
+}
+
+// newDataPlan reads the data segments of code's memory 0; nil when the
+// module has none worth the trouble or any segment is not at a constant
+// offset.
+func newDataPlan(code []byte, size uint64) *dataPlan {
+	m, err := wasmbin.Parse(code)
+	if err != nil || size == 0 {
+		return nil
+	}
+	sec, ok := m.Find(wasmbin.SectionData)
+	if !ok {
+		return nil
+	}
+	r := wasmbin.NewReader(sec)
+	n, err := r.U32()
+	if err != nil {
+		return nil
+	}
+	var ranges []memRange
+	for range n {
+		flags, err := r.U32()
+		if err != nil {
+			return nil
+		}
+		active := true
+		switch flags {
+		case 0:
+		case 1:
+			active = false
+		case 2:
+			if mem, err := r.U32(); err != nil || mem != 0 {
+				return nil
+			}
+		default:
+			return nil
+		}
+		var off uint64
+		if active {
+			expr, err := r.ConstExpr()
+			if err != nil {
+				return nil
+			}
+			er := wasmbin.NewReader(expr)
+			if op, err := er.Byte(); err != nil || op != wasmbin.OpI32Const {
+				return nil // an offset read from a global: not known here
+			}
+			v, err := er.S64(32)
+			if err != nil {
+				return nil
+			}
+			if end, err := er.Byte(); err != nil || end != wasmbin.OpEnd {
+				return nil
+			}
+			off = uint64(uint32(v))
+		}
+		length, err := r.U32()
+		if err != nil {
+			return nil
+		}
+		if _, err := r.Bytes(int(length)); err != nil {
+			return nil
+		}
+		if !active || length == 0 {
+			continue
+		}
+		end := off + uint64(length)
+		if end > size {
+			return nil // instantiation fails; nothing to plan
+		}
+		ranges = append(ranges, memRange{off, end})
+	}
+	if len(ranges) == 0 {
+		return nil
+	}
+	slices.SortFunc(ranges, func(a, b memRange) int {
+		switch {
+		case a.off < b.off:
+			return -1
+		case a.off > b.off:
+			return 1
+		}
+		return 0
+	})
+	merged := ranges[:1]
+	for _, x := range ranges[1:] {
+		last := &merged[len(merged)-1]
+		if x.off <= last.end {
+			last.end = max(last.end, x.end)
+			continue
+		}
+		merged = append(merged, x)
+	}
+	return &dataPlan{size: size, ranges: merged}
+}
+
+// clearExcept zeroes b[lo:hi] except where p's segments will be written.
+func (p *dataPlan) clearExcept(b []byte, lo, hi uint64) {
+	pos := lo
+	for _, x := range p.ranges {
+		if x.end <= pos {
+			continue
+		}
+		if x.off >= hi {
+			break
+		}
+		if x.off > pos {
+			clear(b[pos:x.off])
+		}
+		pos = max(pos, x.end)
+		if pos >= hi {
+			return
+		}
+	}
+	if pos < hi {
+		clear(b[pos:hi])
+	}
+}
