@@ -665,3 +665,9 @@ func (p *instPool) close() []*instance {
 	p.insts, p.closed = nil, true
 	return insts
 }
+
+// KeepsDeadline implements plugin.DeadlineKeeper. With fuel metering, Call
+// returns at its deadline and leaves a guest that is still running on a
+// goroutine of its own, where it stops at its next host call or when its
+// fuel runs out; without, the guest is closed at the deadline.
+func (t *wasmTool) KeepsDeadline() bool { return true }

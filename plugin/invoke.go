@@ -377,26 +377,30 @@ func (h *Host) execute(ctx context.Context, e *entry, req *Request, byCaller boo
 		res *Result
 		err error
 	}
-	done := make(chan outcome, 1)
-	go func() {
-		var o outcome
+	call := func() (o outcome) {
 		defer func() {
 			if p := recover(); p != nil {
 				req.Log.Error("tool panicked", "panic", req.Secrets.Redact(fmt.Sprint(p)), "stack", string(debug.Stack()))
 				o = outcome{err: Errorf(CodeToolExecutionFailed, "tool %q crashed: %v", req.Name, p)}
 			}
-			done <- o
 		}()
 		o.res, o.err = e.tool.Call(ctx, req)
-	}()
+		return o
+	}
 	var o outcome
-	select {
-	case o = <-done:
-	case <-ctx.Done():
+	if dk, ok := e.tool.(DeadlineKeeper); ok && dk.KeepsDeadline() {
+		o = call()
+	} else {
+		done := make(chan outcome, 1)
+		go func() { done <- call() }()
 		select {
 		case o = <-done:
-		default:
-			o.err = ctx.Err()
+		case <-ctx.Done():
+			select {
+			case o = <-done:
+			default:
+				o.err = ctx.Err()
+			}
 		}
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil && (o.err != nil || o.res != nil && o.res.IsError) {

@@ -1219,3 +1219,33 @@ func TestCallerDeadline(t *testing.T) {
 	res, err := invokeCtx(t, ctx, h, call("slow", `{}`))
 	wantErr(t, res, err, plugin.CodeToolExecutionTimeout, "", `tool "slow" did not finish before the caller's deadline`)
 }
+
+// keeper is a tool that says it keeps its deadline.
+type keeper struct{ plugin.Tool }
+
+func (keeper) KeepsDeadline() bool { return true }
+
+// A DeadlineKeeper is called on the caller's goroutine: the host trusts it
+// to return by the deadline (this one does not: the host waits and takes
+// what it returns), and still turns its panic into TOOL_EXECUTION_FAILED.
+func TestDeadlineKeeper(t *testing.T) {
+	h := newHost(t, plugin.Options{})
+	late := keeper{fn(`{"type":"object"}`, func(ctx context.Context, _ *plugin.Request) (*plugin.Result, error) {
+		<-ctx.Done()
+		time.Sleep(150 * time.Millisecond)
+		return &plugin.Result{Content: []plugin.Content{plugin.Text("late")}}, nil
+	})}
+	mustRegister(t, h, plugin.Spec{Name: "late", Limits: plugin.Limits{Timeout: 20 * time.Millisecond}}, late)
+	start := time.Now()
+	res, err := invoke(t, h, call("late", `{}`))
+	if d := time.Since(start); d < 150*time.Millisecond {
+		t.Errorf("returned after %v: the host did not wait for a tool that keeps its own deadline", d)
+	}
+	wantOK(t, res, err, "late")
+	crash := keeper{fn(`{"type":"object"}`, func(context.Context, *plugin.Request) (*plugin.Result, error) {
+		panic("boom")
+	})}
+	mustRegister(t, h, plugin.Spec{Name: "crash"}, crash)
+	res, err = invoke(t, h, call("crash", `{}`))
+	wantErr(t, res, err, plugin.CodeToolExecutionFailed, "", `tool "crash" crashed`, "boom")
+}

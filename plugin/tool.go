@@ -50,6 +50,17 @@ type Closer interface {
 	Close() error
 }
 
+// DeadlineKeeper is implemented by tools that return by their context's
+// deadline, or promptly once it is cancelled, whatever runs behind them (an
+// adapter that leaves a stuck guest or process on a goroutine of its own
+// and reclaims it later). The host calls such a tool on the caller's
+// goroutine and takes what it returns, when it returns; any other tool it
+// calls on a goroutine of its own, which it abandons at the deadline. The hand-over to another goroutine can move a
+// call to another CPU, where nothing it touches is in the caches.
+type DeadlineKeeper interface {
+	KeepsDeadline() bool
+}
+
 // Availability is implemented by tools whose backend can go away (a crashed
 // plugin, an unreachable MCP server). An unavailable tool stays listed, marked
 // unavailable, and its calls fail with TOOL_UNAVAILABLE.
