@@ -23,7 +23,10 @@ import (
 // The latency benchmark: `host serve --stdio` (every call in a fresh,
 // sandboxed wasm instance) next to the reference filesystem MCP server
 // (@modelcontextprotocol/server-filesystem, plain Node.js file access), on
-// the same directory, driven over stdio by one Go client (the SDK's).
+// the same directory, driven over stdio by one Go client (the SDK's). A
+// third peer, sdk-floor (testdata/sdkfloor), is the Go SDK's own server
+// with plain Go file access: what the transport toolhost is built on costs
+// before any sandbox or pipeline.
 // Each sub-benchmark reports the median and 99th percentile of tools/call
 // round trips, made back to back, and "paced" (25ms apart, as an agent's
 // calls are, which lets the wasm tier pre-instantiate the next instance):
@@ -64,6 +67,16 @@ func hostBinary(b *testing.B) string {
 		b.Fatal(hostBinErr)
 	}
 	return hostBin
+}
+
+// sdkFloorBinary builds testdata/sdkfloor.
+func sdkFloorBinary(b *testing.B) string {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), "sdkfloor")
+	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/sdkfloor").CombinedOutput(); err != nil {
+		b.Fatalf("go build ./testdata/sdkfloor: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // benchWorkspace writes the config and the files both servers read.
@@ -131,6 +144,9 @@ func BenchmarkFilesystem(b *testing.B) {
 		{name: "reference", cmd: exec.Command("node", fsServer, ws),
 			read: &sdk.CallToolParams{Name: "read_text_file", Arguments: map[string]any{"path": filepath.Join(ws, "file4k.txt")}},
 			list: &sdk.CallToolParams{Name: "list_directory", Arguments: map[string]any{"path": filepath.Join(ws, "dir")}}},
+		{name: "sdk-floor", cmd: exec.Command(sdkFloorBinary(b), ws),
+			read: &sdk.CallToolParams{Name: "read_text_file", Arguments: map[string]any{"path": "file4k.txt"}},
+			list: &sdk.CallToolParams{Name: "list_directory", Arguments: map[string]any{"path": "dir"}}},
 	}
 	ctx := context.Background()
 	for _, p := range peers {
