@@ -38,6 +38,11 @@ type httpRequest struct {
 // checked against the allowlist before it is followed.
 const maxRedirects = 5
 
+// errRedirectRefused is a redirect the checks of a first request refuse
+// (another scheme, credentials in the URL, a host not allowed):
+// CAPABILITY_DENIED, like the same URL asked for directly.
+var errRedirectRefused = errors.New("redirect refused")
+
 // httpResponse is what toolhost_http_request returns. Error is set (and
 // Code with it) when the request was refused or failed.
 type httpResponse struct {
@@ -166,7 +171,7 @@ func doHTTP(ctx context.Context, inst *instance, in *httpRequest) *httpResponse 
 				return fmt.Errorf("stopped after %d redirects", maxRedirects)
 			}
 			if err := inst.guard.checkURL(r.URL); err != nil {
-				return fmt.Errorf("redirect refused: %w", err)
+				return fmt.Errorf("%w: %w", errRedirectRefused, err)
 			}
 			if !count() {
 				limitHit = plugin.LimitError("http_requests", "redirects")
@@ -188,7 +193,7 @@ func doHTTP(ctx context.Context, inst *instance, in *httpRequest) *httpResponse 
 		}
 		code := plugin.CodeToolExecutionFailed
 		switch {
-		case errors.Is(err, errHostNotAllowed) || errors.Is(err, errAddrForbidden):
+		case errors.Is(err, errHostNotAllowed) || errors.Is(err, errAddrForbidden) || errors.Is(err, errRedirectRefused):
 			code = plugin.CodeCapabilityDenied
 		case errors.Is(err, context.DeadlineExceeded) && in.TimeoutMS > 0:
 			code = plugin.CodeToolExecutionTimeout

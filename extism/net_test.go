@@ -74,6 +74,14 @@ func TestNetwork(t *testing.T) {
 		http.Redirect(w, r, fmt.Sprintf("http://127.0.0.1:%d/", otherPort), http.StatusFound)
 	})
 	_ = redirSrv
+	// Redirects to other schemes, and to a URL carrying credentials.
+	_, redirSchemePort := testServer(t, func(w http.ResponseWriter, r *http.Request) {
+		target := "file:///etc/passwd"
+		if r.URL.Path == "/creds" {
+			target = fmt.Sprintf("http://user:pass@127.0.0.1:%d/", r.Context().Value(http.LocalAddrContextKey).(net.Addr).(*net.TCPAddr).Port)
+		}
+		http.Redirect(w, r, target, http.StatusFound)
+	})
 	// A redirect to a name the allowlist accepts but which resolves to
 	// loopback: refused when dialling.
 	_, redirNamePort := testServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -157,6 +165,8 @@ func TestNetwork(t *testing.T) {
 		{"short IP", allowOK, fmt.Sprintf("http://127.1:%d/", okPort)},
 		{"redirect to loopback", []plugin.HostRule{rule(t, fmt.Sprintf("127.0.0.1:%d", redirPort))}, fmt.Sprintf("http://127.0.0.1:%d/", redirPort)},
 		{"file scheme", allowOK, "file:///etc/passwd"},
+		{"redirect to the file scheme", []plugin.HostRule{rule(t, fmt.Sprintf("127.0.0.1:%d", redirSchemePort))}, fmt.Sprintf("http://127.0.0.1:%d/", redirSchemePort)},
+		{"redirect to a URL with credentials", []plugin.HostRule{rule(t, fmt.Sprintf("127.0.0.1:%d", redirSchemePort))}, fmt.Sprintf("http://127.0.0.1:%d/creds", redirSchemePort)},
 		{"redirect to a name resolving to loopback", []plugin.HostRule{rule(t, fmt.Sprintf("127.0.0.1:%d", redirNamePort)), rule(t, "*.test")},
 			fmt.Sprintf("http://127.0.0.1:%d/", redirNamePort)},
 	}
