@@ -155,7 +155,7 @@ func TestHTTPRequest(t *testing.T) {
 		{name: "six redirects", tool: "http.request", args: args("url", u("/redir/5")), code: plugin.CodeToolExecutionFailed, want: []string{"stopped after 5 redirects"}},
 		{name: "redirect to a host not allowed", tool: "http.request", args: args("url", u("/away?to=http://example.com/")), code: plugin.CodeCapabilityDenied},
 		{name: "redirect to another local port", tool: "http.request", args: args("url", u("/away?to=http://127.0.0.1:1/")), code: plugin.CodeCapabilityDenied},
-		{name: "redirect to another scheme", tool: "http.request", args: args("url", u("/away?to=file:///etc/passwd")), code: plugin.CodeToolExecutionFailed, want: []string{"redirect refused", "only http and https"}},
+		{name: "redirect to another scheme", tool: "http.request", args: args("url", u("/away?to=file:///etc/passwd")), code: plugin.CodeCapabilityDenied, want: []string{"redirect refused", "only http and https"}},
 		{name: "binary body", tool: "http.request", args: args("url", u("/image.png")), want: []string{"Content-Type: image/png", "Binary body, 16 bytes"}},
 		{name: "head", tool: "http.request", args: args("url", u("/text"), "method", "HEAD"), want: []string{"HTTP 200 OK", "Content-Length: 0"}},
 		{name: "timeout", tool: "http.request", args: args("url", u("/slow"), "timeout", 1), code: plugin.CodeToolExecutionTimeout},
