@@ -34,9 +34,10 @@ type rootFS struct {
 	sub     *os.Root
 }
 
-// sub returns the directory holding p (a path within the mount, as
+// subdir returns the directory holding p (a path within the mount, as
 // rootPath returns it) opened as an *os.Root of its own, and p's last
-// element; ok is false when p has no plain last element. The directory
+// element; ok is false when p has no plain last element or lies in the
+// mount's top directory. The directory
 // itself is resolved by r.root, so it cannot lie outside the mount; the
 // name is one element, not "." or "..", looked up without following a
 // final symlink. Every operation through it that fails is retried
@@ -56,7 +57,7 @@ func (r *rootFS) subdir(p string) (*os.Root, string, bool) {
 		return r.sub, name, true
 	}
 	if dir == "." {
-		return r.root, name, true
+		return nil, "", false // the mount's own root does it in one step
 	}
 	r.dropSub()
 	sub, err := r.root.OpenRoot(dir)

@@ -159,7 +159,7 @@ func (t *wasmTool) newInstance(ctx context.Context, spec *plugin.Spec) (_ *insta
 // own memory: there were two memories, and the first, spared nothing, is
 // the Extism kernel's.
 func (inst *instance) planWentToModule() bool {
-	if inst.mem.allocs != 2 || inst.mem.first == nil {
+	if len(inst.mem.made) != 2 || inst.mem.first == nil {
 		return false
 	}
 	view, ok := inst.p.Memory().Read(0, 1)
@@ -413,13 +413,12 @@ type memLimiter struct {
 	pool  *memPool // recycled reservations (unix)
 
 	// Instantiation bookkeeping for dataPlan (mem_unix.go): the plan of the
-	// module's own memory, how many memories were made, where the first
-	// one starts, and whether a plan was used.
+	// module's own memory, every memory made (in order), where the first
+	// one starts if it is mapped, and whether a plan was used.
 	plan    *dataPlan
-	allocs  int
+	made    []experimental.LinearMemory
 	first   *byte
 	planned bool
-	made    []experimental.LinearMemory // every memory, in order
 }
 
 // Allocate implements experimental.MemoryAllocator.

@@ -43,11 +43,10 @@ func mapMemory(m *memLimiter, max uint64) experimental.LinearMemory {
 	// An Extism instance has two memories, made in this order: the
 	// kernel's, then the module's own, which the plan describes. newInstance
 	// checks afterwards that the first was indeed the kernel's.
-	m.allocs++
-	switch m.allocs {
-	case 1:
+	switch len(m.made) {
+	case 0:
 		m.first = &mm.buf[:1][0]
-	case 2:
+	case 1:
 		mm.plan = m.plan
 	}
 	return mm
