@@ -21,6 +21,7 @@
 package guest
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,6 +61,19 @@ type Call struct {
 	// Answers holds the caller's answers to a question the tool asked in an
 	// earlier round (Result.NeedsInput), keyed by question ID.
 	Answers map[string]json.RawMessage `json:"answers,omitempty"`
+}
+
+// Bind decodes the call's arguments into v strictly: a field v does not
+// declare is an error, one a model can act on (a misspelt argument would
+// otherwise be ignored in silence). A call without arguments leaves v as
+// it is.
+func (c *Call) Bind(v any) error {
+	if len(c.Arguments) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(c.Arguments))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
 }
 
 // Question is what a tool asks when it needs the caller's input before it

@@ -101,3 +101,24 @@ func TestRegisterRefuses(t *testing.T) {
 	}()
 	Func("bad", "", `{not json`, func(struct{}) (int, error) { return 0, nil })
 }
+
+func TestBind(t *testing.T) {
+	type in struct {
+		Path  string `json:"path"`
+		Limit int    `json:"limit"`
+	}
+	v := in{Limit: 7}
+	if err := (&Call{}).Bind(&v); err != nil || v.Limit != 7 {
+		t.Fatalf("no arguments: %v, %+v", err, v)
+	}
+	if err := (&Call{Arguments: json.RawMessage(`{"path":"a","limit":2}`)}).Bind(&v); err != nil || v != (in{"a", 2}) {
+		t.Fatalf("arguments: %v, %+v", err, v)
+	}
+	err := (&Call{Arguments: json.RawMessage(`{"path":"a","lmit":2}`)}).Bind(&v)
+	if err == nil || !strings.Contains(err.Error(), `unknown field "lmit"`) {
+		t.Fatalf("a misspelt field: %v", err)
+	}
+	if err := (&Call{Arguments: json.RawMessage(`{"limit":"ten"}`)}).Bind(&v); err == nil {
+		t.Fatal("a string for an int decoded")
+	}
+}

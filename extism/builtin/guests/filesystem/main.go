@@ -9,7 +9,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"strconv"
 
 	pdk "github.com/extism/go-pdk"
@@ -40,12 +39,7 @@ func invalid(format string, args ...any) *guest.Result {
 // decode reads the arguments strictly: an unknown field is a mistake the
 // model should hear about.
 func decode(c *guest.Call, v any) *guest.Result {
-	if len(c.Arguments) == 0 {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(c.Arguments))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := c.Bind(v); err != nil {
 		return invalid("invalid arguments: %v", err)
 	}
 	return nil

@@ -70,12 +70,8 @@ type subject struct {
 
 func learn(c *guest.Call) (*guest.Result, error) {
 	var in learnIn
-	if len(c.Arguments) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(c.Arguments))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&in); err != nil {
-			return guest.ErrorCode(codeInvalid, "invalid arguments: %v", err), nil
-		}
+	if err := c.Bind(&in); err != nil {
+		return guest.ErrorCode(codeInvalid, "invalid arguments: %v", err), nil
 	}
 	var patterns []string
 	if len(in.Subjects) > 0 && string(in.Subjects) != "null" {

@@ -36,12 +36,7 @@ func invalid(format string, args ...any) *guest.Result {
 }
 
 func decode(c *guest.Call, v any) *guest.Result {
-	if len(c.Arguments) == 0 {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(c.Arguments))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := c.Bind(v); err != nil {
 		return invalid("invalid arguments: %v", err)
 	}
 	return nil
