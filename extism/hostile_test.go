@@ -1,11 +1,16 @@
 package extism
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/toolhost/toolhost/extism/internal/fuel"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -119,6 +124,66 @@ func TestSpinPastDeadline(t *testing.T) {
 	es := guestSpec("hostile", "state")
 	if _, err := call(t, load(t, es), &es, map[string]any{}, nil); err != nil {
 		t.Fatalf("after the timeout: %v", err)
+	}
+}
+
+// TestCallerGoroutineDeadline: a call whose fuel ends before its deadline
+// runs on the caller's goroutine; a guest sleeping there still stops at the
+// deadline, and promptly when the call is cancelled.
+func TestCallerGoroutineDeadline(t *testing.T) {
+	sp := guestSpec("fixtures", "sleep")
+	sp.Limits = plugin.Limits{Timeout: time.Second, Fuel: 100_000_000}
+	tool := load(t, sp)
+	ctx, cancel := context.WithTimeout(context.Background(), sp.Limits.Timeout)
+	defer cancel()
+	if !fuelEndsFirst(ctx, fuel.NewMeter(int64(sp.Limits.Fuel))) {
+		t.Fatal("the call would not run on the caller's goroutine: nothing to test")
+	}
+	args := json.RawMessage(`{"ms":60000}`)
+	req := func() *plugin.Request {
+		return &plugin.Request{ID: "test", Name: sp.Name, Arguments: args, Spec: &sp, Secrets: plugin.NewSecrets(nil), Log: hclog.NewNullLogger()}
+	}
+	start := time.Now()
+	_, err := tool.Call(context.Background(), req())
+	wantCode(t, err, plugin.CodeToolExecutionTimeout)
+	if d := time.Since(start); d < sp.Limits.Timeout || d > sp.Limits.Timeout+2*time.Second {
+		t.Errorf("a sleeping guest returned after %s, timeout %s", d, sp.Limits.Timeout)
+	}
+
+	ctx, cancel = context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start = time.Now()
+	_, err = tool.Call(ctx, req())
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled call: err = %v, want context.Canceled", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("a cancelled call returned after %s", d)
+	}
+}
+
+func TestFuelEndsFirst(t *testing.T) {
+	at := func(d time.Duration) context.Context {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		t.Cleanup(cancel)
+		return ctx
+	}
+	cases := []struct {
+		ctx    context.Context
+		budget int64
+		want   bool
+	}{
+		{context.Background(), 1, false}, // no deadline: never assumed
+		{at(30 * time.Second), 1_000_000_000, true},
+		{at(5 * time.Second), 1_000_000_000, true},
+		{at(3 * time.Second), 1_000_000_000, false},
+		{at(100 * time.Millisecond), 1_000_000_000, false},
+		{at(100 * time.Millisecond), 10_000_000, true},
+	}
+	for i, c := range cases {
+		if got := fuelEndsFirst(c.ctx, fuel.NewMeter(c.budget)); got != c.want {
+			t.Errorf("case %d: fuelEndsFirst(budget %d) = %v, want %v", i, c.budget, got, c.want)
+		}
 	}
 }
 

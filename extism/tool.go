@@ -426,6 +426,12 @@ func (e *guestError) Error() string { return e.msg }
 // and bounds how long a spinning guest outlives its deadline.
 const fuelPerSecond = 5e9
 
+// slowFuelPerSecond is the least fuel per second a running guest is assumed
+// to burn: a tenth of what guests burn here. A call whose budget this rate
+// spends before the deadline needs no watchdog: a spinning guest runs out
+// of fuel first.
+const slowFuelPerSecond = 2.5e8
+
 // callResult is what a guest call returned.
 type callResult struct {
 	rc  uint32
@@ -483,11 +489,14 @@ func (t *wasmTool) run(ctx context.Context, req *plugin.Request, export string, 
 		gctx = fuel.WithMeter(gctx, meter)
 	}
 	var r callResult
-	if t.a.fuel {
+	if t.a.fuel && !fuelEndsFirst(cctx, meter) {
 		// A metered guest is not closed at its deadline (that would slow
 		// every loop down); the call returns at the deadline and the guest
 		// stops at its next host call, sleep or fuel check failure, after
-		// which the instance is disposed of like every other.
+		// which the instance is disposed of like every other. When its fuel
+		// ends before the deadline could, the guest runs on this goroutine
+		// (below): handing the call to another costs ~10 µs, a tenth of a
+		// small call.
 		done := make(chan callResult, 1)
 		t.running.Add(1)
 		go func() {
@@ -573,6 +582,15 @@ func (t *wasmTool) outcome(ctx, cctx context.Context, inst *instance, req *plugi
 		return nil, false, plugin.LimitError("output", "the tool's output (%s) exceeds the %s output limit", plugin.FormatSize(int64(len(out))), plugin.FormatSize(limits.Output))
 	}
 	return out, fromStdout, nil
+}
+
+// fuelEndsFirst reports whether m's budget runs out, at the slowest rate a
+// guest is assumed to burn fuel, before ctx's deadline: then a spinning
+// guest stops by itself in time, and sleeps and host calls end at the
+// deadline anyway.
+func fuelEndsFirst(ctx context.Context, m *fuel.Meter) bool {
+	d, ok := ctx.Deadline()
+	return ok && float64(m.Budget()) <= time.Until(d).Seconds()*slowFuelPerSecond
 }
 
 func firstLine(s string) string {
@@ -666,8 +684,11 @@ func (p *instPool) close() []*instance {
 	return insts
 }
 
-// KeepsDeadline implements plugin.DeadlineKeeper. With fuel metering, Call
-// returns at its deadline and leaves a guest that is still running on a
-// goroutine of its own, where it stops at its next host call or when its
-// fuel runs out; without, the guest is closed at the deadline.
+// KeepsDeadline implements plugin.DeadlineKeeper. With fuel metering, a
+// guest whose fuel lasts longer than its time (at the rate of
+// slowFuelPerSecond) runs on a goroutine of its own: Call returns at the
+// deadline and the guest stops at its next host call or when its fuel runs
+// out. Any other guest runs on the caller's goroutine: its sleeps and host
+// calls end at the deadline and its fuel runs out before it. Without fuel,
+// the guest is closed at the deadline.
 func (t *wasmTool) KeepsDeadline() bool { return true }
