@@ -24,6 +24,7 @@ type memPool struct {
 	free   [][]byte // len = the bytes that may hold data (not yet cleared), cap = the reservation
 	held   int      // sum of len(free[i]): resident memory kept
 	closed bool
+	misses int // get calls that found nothing to reuse
 }
 
 const (
@@ -53,6 +54,9 @@ func (p *memPool) get(size uint64) ([]byte, uint64) {
 			found = b
 			break
 		}
+	}
+	if found == nil {
+		p.misses++
 	}
 	p.mu.Unlock()
 	if found == nil {

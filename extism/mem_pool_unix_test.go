@@ -46,3 +46,40 @@ func TestMemPool(t *testing.T) {
 		t.Fatal("a drained pool kept a memory")
 	}
 }
+
+// TestSustainedCallsRecycleMemories: back-to-back calls, with the pool
+// refilling as they go, reuse the memories of the instances they used
+// rather than reserving new ones (which costs a page fault per page of the
+// memory image): used instances are closed before new ones are made.
+func TestSustainedCallsRecycleMemories(t *testing.T) {
+	a, err := New(Config{CacheDir: cacheDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	sp := guestSpec("fixtures", "echo")
+	tool := loadWith(t, a, sp)
+	misses := func() int {
+		a.mem.mu.Lock()
+		defer a.mem.mu.Unlock()
+		return a.mem.misses
+	}
+	for range 20 { // the memories in circulation settle
+		if _, err := call(t, tool, &sp, map[string]any{"text": "hi"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := misses()
+	const n = 300
+	for range n {
+		if _, err := call(t, tool, &sp, map[string]any{"text": "hi"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two memories per instance: the module's and the Extism kernel's.
+	m := misses() - before
+	t.Logf("%d of %d memories reserved afresh", m, 2*n)
+	if m > n/20 {
+		t.Errorf("%d of %d memories for %d calls were reserved afresh", m, 2*n, n)
+	}
+}

@@ -193,8 +193,10 @@ func (t *wasmTool) refill() {
 		case <-t.quit:
 			return
 		}
-		t.closeRetired()
 		for !t.pool.full() {
+			// Used instances are closed before each new one is made, so
+			// that their memories go back to the adapter's pool first.
+			t.closeRetired()
 			ctx, cancel := context.WithTimeout(context.Background(), t.limits.Timeout)
 			inst, err := t.newInstance(ctx, t.spec)
 			cancel()
