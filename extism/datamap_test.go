@@ -34,6 +34,39 @@ func TestDataPlanClearExcept(t *testing.T) {
 	}
 }
 
+// TestClearDirty: every non-zero byte is cleared, wherever it sits in a
+// chunk and however the slice is cut, and nothing outside the slice is.
+func TestClearDirty(t *testing.T) {
+	const size = 5*len(zeroChunk) + 123
+	for _, cut := range []struct{ lo, hi int }{{0, size}, {1, size - 1}, {4095, 8193}, {100, 200}, {7, 7}} {
+		for _, at := range []int{cut.lo, cut.hi - 1, (cut.lo + cut.hi) / 2, cut.lo + len(zeroChunk), cut.hi - len(zeroChunk) - 1} {
+			if at < cut.lo || at >= cut.hi {
+				continue
+			}
+			b := make([]byte, size)
+			b[at] = 0x5a
+			if cut.lo > 0 {
+				b[cut.lo-1] = 0xee
+			}
+			if cut.hi < size {
+				b[cut.hi] = 0xee
+			}
+			clearDirty(b[cut.lo:cut.hi])
+			if b[at] != 0 {
+				t.Errorf("[%d,%d): byte %d not cleared", cut.lo, cut.hi, at)
+			}
+			if (cut.lo > 0 && b[cut.lo-1] != 0xee) || (cut.hi < size && b[cut.hi] != 0xee) {
+				t.Errorf("[%d,%d): a byte outside the slice was cleared", cut.lo, cut.hi)
+			}
+		}
+	}
+	b := bytes.Repeat([]byte{0xab}, size)
+	clearDirty(b)
+	if !bytes.Equal(b, make([]byte, size)) {
+		t.Error("a slice full of data was not cleared entirely")
+	}
+}
+
 // TestRecycledMemoryMatchesFresh fills the memories of an instance of a
 // snapshotted built-in with garbage, as a call might leave them, and
 // checks that the next instance, made in those recycled memories with

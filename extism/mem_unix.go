@@ -66,7 +66,7 @@ func (l *mappedMemory) Reallocate(size uint64) []byte {
 			p.clearExcept(l.buf, 0, hi)
 			l.lim.planned = true
 		} else {
-			clear(l.buf[old:hi])
+			clearDirty(l.buf[old:hi])
 		}
 	}
 	l.plan = nil
