@@ -193,10 +193,14 @@ func (t *wasmTool) refill() {
 		case <-t.quit:
 			return
 		}
-		for !t.pool.full() {
-			// Used instances are closed before each new one is made, so
-			// that their memories go back to the adapter's pool first.
+		for {
+			// Used instances are closed first, and again before each new
+			// one is made, so that their memories go back to the
+			// adapter's pool before new ones are taken from it.
 			t.closeRetired()
+			if t.pool.full() {
+				break
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), t.limits.Timeout)
 			inst, err := t.newInstance(ctx, t.spec)
 			cancel()
