@@ -118,35 +118,37 @@ func scanModule(b []byte) (*moduleInfo, error) {
 
 // moduleExports returns the export section of module b, decoded.
 func moduleExports(b []byte) ([]wasmbin.Export, error) {
+	_, exports, err := parseExports(b)
+	return exports, err
+}
+
+// parseExports parses module b and decodes its export section (nil when
+// it has none).
+func parseExports(b []byte) (*wasmbin.Module, []wasmbin.Export, error) {
 	m, err := wasmbin.Parse(b)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errMalformed, err)
+		return nil, nil, fmt.Errorf("%w: %v", errMalformed, err)
 	}
 	sec, ok := m.Find(wasmbin.SectionExport)
 	if !ok {
-		return nil, nil
+		return m, nil, nil
 	}
 	exports, err := wasmbin.DecodeExports(sec)
 	if err != nil {
-		return nil, fmt.Errorf("%w: export section: %v", errMalformed, err)
+		return nil, nil, fmt.Errorf("%w: export section: %v", errMalformed, err)
 	}
-	return exports, nil
+	return m, exports, nil
 }
 
 // renameExport returns a copy of module b with the export old renamed to
 // new. Only the export section changes.
 func renameExport(b []byte, old, new string) ([]byte, error) {
-	m, err := wasmbin.Parse(b)
+	m, exports, err := parseExports(b)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errMalformed, err)
+		return nil, err
 	}
-	sec, ok := m.Find(wasmbin.SectionExport)
-	if !ok {
+	if exports == nil {
 		return b, nil
-	}
-	exports, err := wasmbin.DecodeExports(sec)
-	if err != nil {
-		return nil, fmt.Errorf("%w: export section: %v", errMalformed, err)
 	}
 	for i := range exports {
 		if exports[i].Name == old {
