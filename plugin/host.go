@@ -193,9 +193,6 @@ func (h *Host) checkSpec(spec *Spec) error {
 	if spec.Disabled {
 		return fmt.Errorf("tool %q is disabled in its spec; a disabled tool is not loaded", spec.Name)
 	}
-	if spec.Tier == 0 {
-		spec.Tier = TierSideEffecting
-	}
 	if v := spec.Capabilities.Exceeding(h.grants); len(v) > 0 {
 		return &Error{Code: CodeCapabilityDenied, Tool: spec.Name,
 			Message: fmt.Sprintf("tool %q %s", spec.Name, errors.Join(asErrors(v)...).Error())}
@@ -220,6 +217,9 @@ func (h *Host) Register(spec Spec, t Tool) error {
 	spec.Capabilities = spec.Capabilities.clone()
 	if err := h.checkSpec(&spec); err != nil {
 		return err
+	}
+	if spec.Tier == 0 {
+		spec.Tier = TierSideEffecting
 	}
 	desc := t.Descriptor()
 	desc.Name = spec.Name

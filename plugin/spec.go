@@ -147,7 +147,10 @@ type Spec struct {
 	// Name is the tool's exposed name.
 	Name   string
 	Source Source
-	Tier   Tier
+	// Tier is the safety tier. Zero leaves it to the adapter (a built-in
+	// tool has its own: shell.exec is privileged), and else to the host,
+	// which makes it side_effecting.
+	Tier Tier
 	// Approval overrides when calls need approval.
 	Approval Approval
 	// Description, InputSchema and OutputSchema override (or, in raw mode,

@@ -106,6 +106,17 @@ func (a *Adapter) loadBuiltin(spec *plugin.Spec) (*commandTool, error) {
 		return nil, plugin.Errorf(plugin.CodeToolNotFound, "no built-in subprocess tool %q (have %s, %s)",
 			spec.Source.Builtin, BuiltinShellExec, BuiltinBashReadOnly)
 	}
+	// The tier is the built-in's unless the operator raises it; shell.exec
+	// runs any command, so its tier (and with it approval by default) cannot
+	// be lowered: an operator who trusts every call says approval = "never".
+	switch {
+	case spec.Tier == 0:
+		spec.Tier = def.Tier
+	case spec.Tier < def.Tier && def.Tier == plugin.TierPrivileged:
+		return nil, plugin.Errorf(plugin.CodeCapabilityDenied,
+			"%s runs any command: its tier is %s and cannot be lowered to %s (to skip approvals, set approval = \"never\")",
+			def.Name, def.Tier, spec.Tier)
+	}
 	t := &commandTool{a: a, spec: *spec, readOnly: def.Name == BuiltinBashReadOnly,
 		log: a.log.Named(spec.Name), running: map[*group]struct{}{}}
 	t.spec.Limits = spec.Limits.WithDefaults(plugin.DefaultLimits())

@@ -217,6 +217,7 @@ func TestCheckReadOnly(t *testing.T) {
 		"head -n 5 f", "tail -f=x f", "cat f | grep x | sort | head", "grep x f 2>/dev/null",
 		"grep x f 2>&1 | head", "ls > /dev/null", "cat < input.txt", `grep "a|b" f`, `echo "$HOME"`,
 		`echo ${HOME}`, `find . \( -name a -o -name b \)`, "sort -n f", "ls a{b,c}",
+		"sort --numeric-sort --unique f", "sort -rn -k2 f", "grep -o x f", "tree -a -L 2", "file -b f", "sort -- f",
 	}
 	for _, c := range allowed {
 		if err := checkReadOnly(c); err != nil {
@@ -246,13 +247,22 @@ func TestCheckReadOnly(t *testing.T) {
 		"find . -delete":        "-delete",
 		"sort -o out f":         "-o",
 		"sort --output=out f":   "--output",
-		"LD_PRELOAD=x.so cat f": "environment assignment",
-		"ls\nrm x":              "newline",
-		"cat 'unterminated":     "unterminated quote",
-		"":                      "empty command",
-		"ls |":                  "empty pipeline stage",
-		"xargs rm":              `the program "xargs"`,
-		"env rm x":              `the program "env"`,
+		// GNU long-option abbreviations and short-option clusters
+		"sort --out=F f":             "--output",
+		"sort --outp F f":            "--output",
+		"sort --compress=sh -S 1K f": "--compress-program",
+		"sort -uo F f":               "-o",
+		"sort -uoF f":                "-o",
+		"tree -ao F":                 "-o",
+		"file -bC":                   "-C",
+		"file --comp":                "--compile",
+		"LD_PRELOAD=x.so cat f":      "environment assignment",
+		"ls\nrm x":                   "newline",
+		"cat 'unterminated":          "unterminated quote",
+		"":                           "empty command",
+		"ls |":                       "empty pipeline stage",
+		"xargs rm":                   `the program "xargs"`,
+		"env rm x":                   `the program "env"`,
 	}
 	for c, want := range refused {
 		err := checkReadOnly(c)
@@ -263,3 +273,54 @@ func TestCheckReadOnly(t *testing.T) {
 }
 
 var _ = strconv.Itoa
+
+// TestBuiltinTier: a spec that names no tier gets the built-in's, so
+// shell.exec needs approval whatever the configuration forgot to say, and
+// its tier cannot be lowered.
+func TestBuiltinTier(t *testing.T) {
+	ws := t.TempDir()
+	grants := plugin.Capabilities{Subprocess: true, Mounts: []plugin.Mount{{HostPath: ws, GuestPath: "/workspace"}}}
+	h, err := plugin.NewHost(plugin.Options{Grants: grants, Adapters: []plugin.Adapter{newTestAdapter(t, nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	spec := func(name string, tier plugin.Tier) plugin.Spec {
+		return plugin.Spec{Name: name, Tier: tier, Source: plugin.Source{Kind: Kind, Builtin: name}, Capabilities: grants}
+	}
+	for _, s := range []plugin.Spec{spec(BuiltinShellExec, 0), spec(BuiltinBashReadOnly, 0)} {
+		if err := h.Load(t.Context(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ti, _ := h.Tool(BuiltinShellExec); ti.Tier != plugin.TierPrivileged {
+		t.Errorf("shell.exec tier %s, want privileged", ti.Tier)
+	}
+	if ti, _ := h.Tool(BuiltinBashReadOnly); ti.Tier != plugin.TierReadOnly || !ti.Descriptor.Annotations.ReadOnlyHint {
+		t.Errorf("bash.read-only tier %s, annotations %+v", ti.Tier, ti.Descriptor.Annotations)
+	}
+	_, err = h.Invoke(t.Context(), plugin.Call{Name: BuiltinShellExec, Arguments: json.RawMessage(`{"command":"touch ran"}`)})
+	if plugin.CodeOf(err) != plugin.CodeApprovalRequired {
+		t.Fatalf("shell.exec without an approver: err = %v, want APPROVAL_REQUIRED", err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
+		t.Fatal("the command ran without approval")
+	}
+
+	for _, tier := range []plugin.Tier{plugin.TierReadOnly, plugin.TierSideEffecting} {
+		s := spec(BuiltinShellExec, tier)
+		s.Name = "shell-" + tier.String()
+		err := h.Load(t.Context(), s)
+		if plugin.CodeOf(err) != plugin.CodeCapabilityDenied || !strings.Contains(err.Error(), "cannot be lowered") {
+			t.Errorf("shell.exec at tier %s: err = %v, want CAPABILITY_DENIED, cannot be lowered", tier, err)
+		}
+	}
+	s := spec(BuiltinBashReadOnly, plugin.TierSideEffecting) // raising is the operator's right
+	s.Name = "ro-raised"
+	if err := h.Load(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	if ti, _ := h.Tool("ro-raised"); ti.Tier != plugin.TierSideEffecting {
+		t.Errorf("raised tier %s", ti.Tier)
+	}
+}

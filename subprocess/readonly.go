@@ -207,12 +207,47 @@ func checkReadOnly(line string) error {
 			return refuse(fmt.Sprintf("the program %q", name))
 		}
 		for _, a := range args[1:] {
-			for _, d := range denied {
-				if a == d || strings.HasPrefix(d, "--") && strings.HasPrefix(a, d+"=") || !strings.HasPrefix(d, "--") && len(d) == 2 && strings.HasPrefix(a, d) && !strings.HasPrefix(a, "--") {
-					return refuse(fmt.Sprintf("%s's option %s (it writes or runs other programs)", name, d))
-				}
+			if d := deniedOption(a, denied); d != "" {
+				return refuse(fmt.Sprintf("%s's option %s (it writes or runs other programs), given as %q", name, d, a))
 			}
 		}
 	}
 	return nil
+}
+
+// deniedOption returns the denied option that the argument a gives, or "".
+// It reads a as the programs' option parsers would:
+//
+//   - "--name" or "--name=value": GNU getopt_long also accepts any
+//     unambiguous prefix, so "--out=F" is sort's --output; a prefix of a
+//     denied long option is refused even when it might be ambiguous.
+//   - "-xyz": a cluster of short options, so "-uo F" gives -o; a denied
+//     short option's letter anywhere in the cluster is refused (an attached
+//     value that happens to contain it is refused too: spell it apart).
+//   - "-name" for find's single-dash primaries: exact only.
+func deniedOption(a string, denied []string) string {
+	if len(a) < 2 || a[0] != '-' {
+		return ""
+	}
+	for _, d := range denied {
+		switch {
+		case strings.HasPrefix(d, "--"):
+			if !strings.HasPrefix(a, "--") {
+				continue
+			}
+			name, _, _ := strings.Cut(a[2:], "=")
+			if name != "" && strings.HasPrefix(d[2:], name) {
+				return d
+			}
+		case len(d) == 2:
+			if !strings.HasPrefix(a, "--") && strings.IndexByte(a[1:], d[1]) >= 0 {
+				return d
+			}
+		default:
+			if a == d {
+				return d
+			}
+		}
+	}
+	return ""
 }

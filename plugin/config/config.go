@@ -390,7 +390,7 @@ func (d *decoder) hostRules(hosts []string, rng hcl.Range) []plugin.HostRule {
 
 func (d *decoder) decodeTool(t *rawTool, cfg *Config) (plugin.Spec, bool) {
 	before := len(d.diags.Errs())
-	spec := plugin.Spec{Name: t.Name, Tier: plugin.TierSideEffecting}
+	spec := plugin.Spec{Name: t.Name} // no tier: the adapter's default, else side_effecting
 	if !plugin.ValidToolName(t.Name) {
 		d.errorf(t.DefRange, "Invalid tool name", "Tool names use 1-128 letters, digits, '_', '-', '.' or '/'; got %q.", t.Name)
 	}
