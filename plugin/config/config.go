@@ -4,7 +4,7 @@
 // or duration that does not parse, a tool asking for more than the host
 // grants, a duplicate name, a missing file — is an hcl.Diagnostic with the
 // file, line and column of the offending expression, and Load reports all of
-// them at once. Print them with WriteDiagnostics.
+// them at once. Print them with Parser.WriteDiagnostics.
 //
 // Relative paths in a file are relative to the directory of that file.
 // docs/configuration.md is the reference for every block and attribute.
@@ -102,7 +102,7 @@ type Parser struct {
 func NewParser() *Parser { return &Parser{p: hclparse.NewParser()} }
 
 // Files returns the source of every file parsed so far, for
-// hcl.NewDiagnosticTextWriter.
+// Parser.WriteDiagnostics.
 func (p *Parser) Files() map[string]*hcl.File { return p.p.Files() }
 
 // LoadFile reads and decodes a configuration file.
