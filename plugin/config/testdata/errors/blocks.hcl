@@ -1,0 +1,18 @@
+toool "x" {
+  go {}
+}
+
+tool "y" {
+  go {}
+  limts {
+    memory = "1MiB"
+  }
+  mount "ws" {
+    host_path  = "../ws"
+    guest_path = "/ws"
+  }
+}
+
+host {
+  plugins {}
+}
