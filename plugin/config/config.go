@@ -214,23 +214,27 @@ func (d *decoder) decode(raw *rawFile) *Config {
 	d.decodeHost(raw.Host, cfg)
 	d.decodeSecrets(raw.Secrets, cfg)
 	d.decodeGrants(raw.Grants, cfg)
+	// A duplicate block is still checked, so that the mistakes inside it
+	// are reported in the same pass as the duplication; it is then dropped.
 	for _, t := range raw.Tools {
-		if prev, dup := cfg.ranges[t.Name]; dup {
+		prev, dup := cfg.ranges[t.Name]
+		if dup {
 			d.errorf(t.DefRange, "Duplicate tool", "A tool named %q is already defined at %s.", t.Name, prev)
-			continue
+		} else {
+			cfg.ranges[t.Name] = t.DefRange
 		}
-		cfg.ranges[t.Name] = t.DefRange
-		if spec, ok := d.decodeTool(t, cfg); ok {
+		if spec, ok := d.decodeTool(t, cfg); ok && !dup {
 			cfg.Tools = append(cfg.Tools, spec)
 		}
 	}
 	for _, m := range raw.MCPServers {
-		if prev, dup := cfg.ranges[m.Name]; dup {
+		prev, dup := cfg.ranges[m.Name]
+		if dup {
 			d.errorf(m.DefRange, "Duplicate name", "The name %q is already used at %s; MCP servers and tools share one namespace.", m.Name, prev)
-			continue
+		} else {
+			cfg.ranges[m.Name] = m.DefRange
 		}
-		cfg.ranges[m.Name] = m.DefRange
-		if s, ok := d.decodeMCP(m, cfg); ok {
+		if s, ok := d.decodeMCP(m, cfg); ok && !dup {
 			cfg.MCPServers = append(cfg.MCPServers, s)
 		}
 	}
@@ -297,9 +301,10 @@ func (d *decoder) decodeSecrets(secrets []*rawSecret, cfg *Config) {
 			d.errorf(s.DefRange, "Invalid secret name", "Secret names use letters, digits and '_' and start with a letter or '_' (they are written $%s in headers); got %q.", s.Name, s.Name)
 			continue
 		}
-		if _, dup := cfg.Secrets[s.Name]; dup {
+		// A duplicate is checked like the first, then dropped.
+		_, dup := cfg.Secrets[s.Name]
+		if dup {
 			d.errorf(s.DefRange, "Duplicate secret", "The secret %q is defined twice.", s.Name)
-			continue
 		}
 		ref := plugin.SecretRef{Name: s.Name}
 		switch {
@@ -315,7 +320,9 @@ func (d *decoder) decodeSecrets(secrets []*rawSecret, cfg *Config) {
 			d.errorf(s.DefRange, "Secret without a source", "The secret %q needs env = \"VAR\" or file = \"path\".", s.Name)
 			continue
 		}
-		cfg.Secrets[s.Name] = ref
+		if !dup {
+			cfg.Secrets[s.Name] = ref
+		}
 	}
 }
 

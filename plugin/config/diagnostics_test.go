@@ -138,3 +138,28 @@ func TestWriteDiagnosticsNoSource(t *testing.T) {
 		t.Errorf("got %q, want %q", buf.String(), want)
 	}
 }
+
+// A duplicate tool block is reported and dropped, and the mistakes inside
+// it are reported in the same pass (testdata/errors/duplicate.hcl).
+func TestDuplicateBlockContentsChecked(t *testing.T) {
+	cfg, diags := config.Load("testdata/errors/duplicate.hcl")
+	if cfg != nil {
+		t.Fatal("a configuration with errors must not be returned")
+	}
+	type at struct {
+		line    int
+		summary string
+	}
+	var got []at
+	for _, d := range diags {
+		got = append(got, at{d.Subject.Start.Line, d.Summary})
+	}
+	want := []at{
+		{6, "Duplicate tool"}, {7, "Invalid tier"}, {8, "File not found"}, {10, "Invalid limit"},
+		{14, "Duplicate name"}, {15, "Invalid MCP server URL"}, {16, "No tools allowed"},
+		{23, "Duplicate secret"}, {23, "Secret without a source"},
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(at{})); diff != "" {
+		t.Errorf("diagnostics (-want +got):\n%s", diff)
+	}
+}
