@@ -20,12 +20,10 @@ type Hardening struct {
 	// is in force when it is at least 1.
 	LandlockABI int
 	Landlock    bool
-	// Subreaper: the host is the child subreaper of its descendants. It is
-	// set only when plugins get no PID namespace: inside one, orphans
-	// re-parent to the plugin (the namespace's init) anyway, and on this
-	// kernel (6.18) a subreaper host killed with SIGKILL left its first
-	// plugin alive in about one run of three — the parent-death signal did
-	// not reach it.
+	// Subreaper: the host is the child subreaper of its descendants (New
+	// makes it one), so an orphan re-parents to the host rather than to
+	// init. Inside a PID namespace orphans stay with the shim, the
+	// namespace's init, before it comes to that.
 	Subreaper bool
 	// PIDNamespace: each plugin is the init of its own PID namespace, so the
 	// kernel kills all its descendants when it dies.
@@ -61,6 +59,7 @@ func Report() Hardening {
 	h.DiesWithHost = true
 	h.ParentDeathSignal = true
 	h.PIDsCgroup = pidsCgroupAvailable()
+	h.Subreaper = subreaperSupported()
 	if !h.Seccomp {
 		h.Missing = append(h.Missing, "seccomp is unavailable: plugins may call setsid, ptrace, mount, unshare, bpf and keyctl")
 	}
@@ -68,6 +67,9 @@ func Report() Hardening {
 		h.Missing = append(h.Missing, "Landlock is unavailable (kernel without it, or not enabled at boot): plugins can write wherever the host user can")
 	} else if h.LandlockABI < 5 {
 		h.Missing = append(h.Missing, fmt.Sprintf("Landlock ABI %d < 5: some file access rights (truncate, ioctl on devices) are not restricted", h.LandlockABI))
+	}
+	if !h.Subreaper {
+		h.Missing = append(h.Missing, "the kernel cannot make the host a child subreaper: orphaned plugin descendants re-parent to init (the kill still finds them by process group and cgroup)")
 	}
 	if !h.PIDNamespace {
 		h.Missing = append(h.Missing, "no PID namespaces (needs CAP_SYS_ADMIN): orphans are found by process group and cgroup instead")
@@ -88,11 +90,7 @@ func (h Hardening) String() string {
 	if h.Supported {
 		fmt.Fprintf(&b, "  seccomp filter:        %s\n", yes(h.Seccomp))
 		fmt.Fprintf(&b, "  landlock:              %s (ABI %d)\n", yes(h.Landlock), h.LandlockABI)
-		if h.PIDNamespace {
-			fmt.Fprintf(&b, "  child subreaper:       not needed (orphans stay in the plugin's PID namespace)\n")
-		} else {
-			fmt.Fprintf(&b, "  child subreaper:       %s\n", yes(h.Subreaper))
-		}
+		fmt.Fprintf(&b, "  child subreaper:       %s\n", yes(h.Subreaper))
 		fmt.Fprintf(&b, "  pid namespace:         %s\n", yes(h.PIDNamespace))
 		fmt.Fprintf(&b, "  pids cgroup:           %s\n", yes(h.PIDsCgroup))
 		fmt.Fprintf(&b, "  dies with the host:    %s (lifeline pipe)\n", yes(h.DiesWithHost))

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/shirou/gopsutil/v3/process"
 	"golang.org/x/sys/unix"
@@ -35,6 +36,13 @@ func becomeSubreaper() error {
 		subreaperErr = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	})
 	return subreaperErr
+}
+
+// subreaperSupported reports whether the kernel knows the child-subreaper
+// option (Linux 3.4): asking for it changes nothing, unlike setting it.
+func subreaperSupported() bool {
+	var v int32
+	return unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&v)), 0, 0, 0) == nil
 }
 
 var (
@@ -543,4 +551,10 @@ func waitExit(pid int, done chan<- struct{}) {
 		}
 	}
 	close(done)
+}
+
+// isSubreaper reports whether this process is a child subreaper now.
+func isSubreaper() bool {
+	var v int32
+	return unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&v)), 0, 0, 0) == nil && v != 0
 }

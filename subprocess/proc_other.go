@@ -15,6 +15,7 @@ import (
 const platformSupported = false
 
 func becomeSubreaper() error                { return errUnsupportedPlatform }
+func subreaperSupported() bool              { return false }
 func pidNamespaceAllowed() bool             { return false }
 func sysProcAttr(bool) *syscall.SysProcAttr { return nil }
 func landlockABI() int                      { return 0 }
@@ -51,3 +52,5 @@ func pidsCgroupAvailable() bool { return false }
 func waitExit(int, chan<- struct{}) {}
 
 func removeCgroupWhenEmpty(string) {}
+
+func isSubreaper() bool { return false }

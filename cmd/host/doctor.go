@@ -41,16 +41,7 @@ func (a *app) doctorCommand() *cobra.Command {
 			fmt.Fprintf(a.stdout, "  pids cgroup            %s\n", yes(r.PIDsCgroup))
 			fmt.Fprintf(a.stdout, "  dies with the host     %s\n", yes(r.DiesWithHost))
 			fmt.Fprintf(a.stdout, "  dies with its shim     %s\n", yes(r.ParentDeathSignal))
-			// Inside a PID namespace orphans re-parent to the plugin itself, so
-			// the host is a subreaper only without one.
-			switch {
-			case r.Subreaper:
-				fmt.Fprintf(a.stdout, "  child subreaper        yes\n")
-			case r.PIDNamespace:
-				fmt.Fprintf(a.stdout, "  child subreaper        not needed (PID namespace)\n")
-			default:
-				fmt.Fprintf(a.stdout, "  child subreaper        NO\n")
-			}
+			fmt.Fprintf(a.stdout, "  child subreaper        %s\n", yes(r.Subreaper))
 			for _, m := range r.Missing {
 				fmt.Fprintf(a.stdout, "  missing: %s\n", m)
 			}
