@@ -30,7 +30,7 @@ func builtinAdapters() []builtinAdapter {
 			})
 		}},
 		{kind: subprocess.Kind, build: func(cfg *config.Config, log hclog.Logger) (plugin.Adapter, error) {
-			return subprocess.New(subprocess.Config{Logger: log})
+			return subprocess.New(subprocess.Config{Logger: log, PluginDir: cfg.Host.PluginDir})
 		}},
 		{kind: mcp.Kind, build: func(cfg *config.Config, log hclog.Logger) (plugin.Adapter, error) {
 			return mcp.NewAdapter(mcp.AdapterOptions{Logger: log, Secrets: cfg.Secrets, Version: Version}), nil

@@ -57,6 +57,11 @@ type Host struct {
 	AuditLog     string
 	LogLevel     string
 	MaxDepth     int
+	// PluginDir holds the subprocess plugin binaries: a relative plugin
+	// path is taken inside it, and no plugin path may leave it (through
+	// "../", an absolute path or a symlink). Default: the configuration
+	// file's directory.
+	PluginDir string
 	// Defaults are the limits of tools that do not set their own.
 	Defaults plugin.Limits
 }
@@ -151,8 +156,9 @@ func (p *Parser) Parse(src []byte, filename string) (*Config, hcl.Diagnostics) {
 func Load(filename string) (*Config, hcl.Diagnostics) { return NewParser().LoadFile(filename) }
 
 type decoder struct {
-	dir   string
-	diags hcl.Diagnostics
+	dir       string
+	pluginDir string // Host.PluginDir, once the host block is decoded
+	diags     hcl.Diagnostics
 }
 
 func (d *decoder) errorf(rng hcl.Range, summary, format string, args ...any) {
@@ -242,11 +248,19 @@ func (d *decoder) decode(raw *rawFile) *Config {
 }
 
 func (d *decoder) decodeHost(h *rawHost, cfg *Config) {
-	cfg.Host = Host{LogLevel: "info", MaxDepth: 4}
+	cfg.Host = Host{LogLevel: "info", MaxDepth: 4, PluginDir: d.dir}
+	d.pluginDir = d.dir
 	if h == nil {
 		cfg.Host.Workspace = d.dir
 		cfg.Host.CacheDir = defaultCacheDir()
 		return
+	}
+	if h.PluginDir != nil {
+		cfg.Host.PluginDir = d.path(*h.PluginDir)
+		d.pluginDir = cfg.Host.PluginDir
+		if fi, err := os.Stat(cfg.Host.PluginDir); err != nil || !fi.IsDir() {
+			d.errorf(h.PluginDirRange, "Plugin directory not found", "The plugin directory %s is not a directory: create it, or point plugin_dir at an existing one.", cfg.Host.PluginDir)
+		}
 	}
 	cfg.Host.Workspace = d.dir
 	if h.Workspace != nil {
@@ -595,7 +609,19 @@ func (d *decoder) wasmSource(w *rawWasm) plugin.Source {
 
 func (d *decoder) subprocessSource(s *rawSubproc) plugin.Source {
 	src := plugin.Source{Kind: "subprocess", Args: s.Args, Env: s.Env}
-	src.Path, src.Builtin = d.artifact(s.Path, s.Builtin, s.PathRange, s.DefRange, "plugin binary")
+	path := s.Path
+	if path != nil && !filepath.IsAbs(*path) && !strings.HasPrefix(*path, "~/") {
+		p := filepath.Join(d.pluginDir, *path)
+		path = &p
+	}
+	src.Path, src.Builtin = d.artifact(path, s.Builtin, s.PathRange, s.DefRange, "plugin binary")
+	if src.Path != "" {
+		if real, inside := within(d.pluginDir, src.Path); !inside {
+			d.errorf(s.PathRange, "Plugin outside the plugin directory",
+				"The plugin binary %s resolves to %s, outside the plugin directory %s: move it there, or set host { plugin_dir = \"...\" }.",
+				*s.Path, real, d.pluginDir)
+		}
+	}
 	src.SHA256 = d.sha(s.SHA256, s.SHA256Range)
 	if s.Tool != nil {
 		src.Tool = *s.Tool
@@ -684,4 +710,20 @@ func sortDiagnostics(diags hcl.Diagnostics) {
 		}
 		return cmp.Compare(a.Subject.Start.Byte, b.Subject.Start.Byte)
 	})
+}
+
+// within reports whether path, with symlinks resolved, lies inside dir (also
+// resolved), and returns the resolved path. A path that cannot be resolved
+// (missing: reported elsewhere) counts as inside.
+func within(dir, path string) (string, bool) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return path, true
+	}
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return real, true
+	}
+	rel, err := filepath.Rel(root, real)
+	return real, err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }

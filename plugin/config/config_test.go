@@ -89,6 +89,7 @@ func TestFullConfig(t *testing.T) {
 		AuditLog:     filepath.Join(dir, "audit.jsonl"),
 		LogLevel:     "debug",
 		MaxDepth:     3,
+		PluginDir:    filepath.Join(dir, "plugins"),
 		Defaults:     plugin.Limits{Timeout: 10 * time.Second, Preview: 8 << 10},
 	}
 	if diff := cmp.Diff(wantHost, cfg.Host); diff != "" {

@@ -23,12 +23,14 @@ type rawHost struct {
 	AuditLog     *string    `hcl:"audit_log"`
 	LogLevel     *string    `hcl:"log_level"`
 	MaxDepth     *int       `hcl:"max_depth"`
+	PluginDir    *string    `hcl:"plugin_dir"`
 	Limits       *rawLimits `hcl:"limits,block"`
 
 	WorkspaceRange hcl.Range `hcl:"workspace,attr_value_range"`
 	CacheDirRange  hcl.Range `hcl:"cache_dir,attr_value_range"`
 	LogLevelRange  hcl.Range `hcl:"log_level,attr_value_range"`
 	MaxDepthRange  hcl.Range `hcl:"max_depth,attr_value_range"`
+	PluginDirRange hcl.Range `hcl:"plugin_dir,attr_value_range"`
 	DefRange       hcl.Range `hcl:",def_range"`
 }
 

@@ -6,6 +6,7 @@ host {
   audit_log     = "./audit.jsonl"
   log_level     = "debug"
   max_depth     = 3
+  plugin_dir    = "./plugins"
 
   limits {
     timeout = "10s"
@@ -81,7 +82,7 @@ tool "wiki.fetch" {
 tool "git.log" {
   tier = "privileged"
   subprocess {
-    path = "./plugins/empty.wasm"
+    path = "empty.wasm" # inside plugin_dir
     tool = "log"
     args = ["--verbose"]
     env  = ["LANG"]
