@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -83,6 +84,9 @@ func (a *app) rootCommand() *cobra.Command {
 			"behind one interface, configured in HCL (config.hcl).",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			return checkLogLevel(a.g.logLevel)
+		},
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.g.config, "config", "config.hcl", "configuration file")
@@ -94,6 +98,18 @@ func (a *app) rootCommand() *cobra.Command {
 		root.AddCommand(c)
 	}
 	return root
+}
+
+// logLevels are the levels --log-level and log_level accept.
+var logLevels = []string{"trace", "debug", "info", "warn", "error", "off"}
+
+// checkLogLevel refuses a --log-level that hclog would silently read as
+// "no level" (which logs everything).
+func checkLogLevel(level string) error {
+	if level == "" || slices.Contains(logLevels, strings.ToLower(level)) {
+		return nil
+	}
+	return fmt.Errorf("--log-level %q: want one of %s", level, strings.Join(logLevels, ", "))
 }
 
 // logger builds the root logger: stderr, level from --log-level or the config.
@@ -130,6 +146,7 @@ func (a *app) open(ctx context.Context, approver plugin.Approver) (*toolhost.Hos
 		}
 		return nil, err
 	}
+	h.Log.Debug("configuration loaded", "config", a.g.config, "tools", len(h.Tools()))
 	return h, nil
 }
 
