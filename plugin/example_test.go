@@ -151,6 +151,42 @@ func ExampleHost_InvokeBatch() {
 	// 3: 3 words
 }
 
+// A host lists its tools with the policy each runs under, in registration
+// order: what a host application hands to a model. The spec's tier, not
+// the tool, decides the read-only hint.
+func ExampleHost_Tools() {
+	host, err := plugin.NewHost(plugin.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer host.Close()
+
+	saveNote := plugin.Func(plugin.Descriptor{Name: "save", Description: "Saves a note.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *plugin.Request) (*plugin.Result, error) {
+			return &plugin.Result{Content: []plugin.Content{plugin.Text("saved")}}, nil
+		})
+	for _, r := range []struct {
+		spec plugin.Spec
+		tool plugin.Tool
+	}{
+		{plugin.Spec{Name: "word_count", Tier: plugin.TierReadOnly}, wordCount()},
+		{plugin.Spec{Name: "notes.save", Tier: plugin.TierSideEffecting}, saveNote},
+		{plugin.Spec{Name: "notes.purge", Tier: plugin.TierPrivileged, Description: "Deletes every note."}, saveNote},
+	} {
+		if err := host.Register(r.spec, r.tool); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	for _, t := range host.Tools() {
+		fmt.Printf("%-12s %-15s read-only=%-5v %s\n", t.Descriptor.Name, t.Tier, t.Descriptor.Annotations.ReadOnlyHint, t.Descriptor.Description)
+	}
+	// Output:
+	// word_count   read_only       read-only=true  Counts the words in a text.
+	// notes.save   side_effecting  read-only=false Saves a note.
+	// notes.purge  privileged      read-only=false Deletes every note.
+}
+
 // A tool that needs a decision from the caller asks a question; the caller
 // answers by calling again with Answers.
 func ExampleQuestion() {
