@@ -347,6 +347,7 @@ func (t *pluginTool) release(p *proc) {
 	defer t.mu.Unlock()
 	p.active--
 	if p.active == 0 && t.cur == p {
+		t.warmSpare()
 		p.armIdle(t.spec.Limits.IdleTimeout, func() {
 			t.mu.Lock()
 			if t.cur != p || p.active > 0 {
@@ -573,9 +574,22 @@ func (t *pluginTool) start(ctx context.Context) (*proc, error) {
 		log: t.log.With("pid", pr.pid), stopped: make(chan struct{})}
 	go t.watch(p)
 	t.log.Debug("plugin started", "pid", p.pid)
-	t.warmSpare()
+	// The spare for the next start is warmed once this plugin's first call
+	// is over (release), or after spareDelay if that call runs long: started
+	// now, it would compete for the CPU with the call that is waiting.
+	time.AfterFunc(spareDelay, func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.cur == p && !p.isStopped() {
+			t.warmSpare()
+		}
+	})
 	return p, nil
 }
+
+// spareDelay bounds how long a start waits before warming the next spare
+// when its first call has not ended by then.
+const spareDelay = 500 * time.Millisecond
 
 // warmSpare starts a spare shim in the background unless there is one.
 // t.mu is held.
