@@ -11,20 +11,41 @@ import (
 )
 
 // InProcessHarness returns a Harness whose fixtures are in-process tools
-// (plugin.Func). It is the reference implementation of the fixtures: the
-// in-process adapter runs the suite over it, and other adapters can compare
-// their fixtures' behaviour with these.
+// (plugin.Func) loaded through the in-process adapter, plugin.InProcess
+// (kind "go"), from specs of Source kind "go" naming the fixture: the path
+// a configuration's go {} block takes. It is the reference implementation
+// of the fixtures: the in-process adapter runs the suite over it, and
+// other adapters can compare their fixtures' behaviour with these.
 func InProcessHarness() Harness {
+	a := InProcessAdapter()
 	return Harness{
 		Load: func(t testing.TB, fixture string) plugin.Tool {
 			t.Helper()
-			tool, ok := InProcessFixture(fixture)
-			if !ok {
-				t.Fatalf("plugintest: no fixture %q", fixture)
+			sp := spec(fixture)
+			sp.Source = plugin.Source{Kind: a.Kind(), Tool: fixture}
+			tool, err := a.Load(context.Background(), &sp)
+			if err != nil {
+				t.Fatalf("plugintest: the in-process adapter cannot load fixture %q: %v", fixture, err)
 			}
 			return tool
 		},
 	}
+}
+
+// InProcessAdapter returns an in-process adapter (kind "go") with every
+// fixture added under its own name.
+func InProcessAdapter() *plugin.InProcess {
+	a := plugin.NewInProcess()
+	for _, name := range Fixtures() {
+		tool, ok := InProcessFixture(name)
+		if !ok {
+			panic("plugintest: no in-process fixture " + name)
+		}
+		if err := a.Add(name, tool); err != nil {
+			panic(err)
+		}
+	}
+	return a
 }
 
 // InProcessFixture returns the named fixture as a plugin.Func tool.

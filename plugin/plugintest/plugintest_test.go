@@ -20,6 +20,36 @@ func TestInProcess(t *testing.T) {
 	plugintest.Run(t, plugintest.InProcessHarness())
 }
 
+// The in-process fixtures load the way a configuration's go {} blocks do:
+// Host.Load hands a spec of kind "go" to the adapter, which picks the
+// fixture its Source.Tool names, whatever the tool is called in the host.
+func TestInProcessAdapterThroughHost(t *testing.T) {
+	a := plugintest.InProcessAdapter()
+	host, err := plugin.NewHost(plugin.Options{Adapters: []plugin.Adapter{a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { host.Close() })
+	ctx := context.Background()
+	for _, f := range plugintest.Fixtures() {
+		if err := host.Load(ctx, plugin.Spec{Name: "fx." + f, Source: plugin.Source{Kind: "go", Tool: f}}); err != nil {
+			t.Fatalf("Load %s: %v", f, err)
+		}
+		info, ok := host.Tool("fx." + f)
+		if !ok || info.Kind != "go" || !info.Available {
+			t.Errorf("fx.%s: listed %v, %+v", f, ok, info)
+		}
+	}
+	res, err := host.Invoke(ctx, plugin.Call{Name: "fx.echo", Arguments: json.RawMessage(`{"text":"through the adapter"}`)})
+	if err != nil || res.TextContent() != "through the adapter" {
+		t.Errorf("fx.echo: %v, %q", err, res.TextContent())
+	}
+	err = host.Load(ctx, plugin.Spec{Name: "fx.nope", Source: plugin.Source{Kind: "go", Tool: "nope"}})
+	if err == nil || !strings.Contains(err.Error(), `no in-process tool "nope"`) {
+		t.Errorf("loading an unknown fixture: %v", err)
+	}
+}
+
 // TestRecoveringBackend runs the suite over a harness whose crash takes
 // the backend down for a while (echo answers TOOL_UNAVAILABLE three times),
 // as a restarting plugin process does: with Crashes set, the suite waits
