@@ -192,15 +192,15 @@ func ExampleHost_Tools() {
 func ExampleQuestion() {
 	deploy := plugin.Func(plugin.Descriptor{Name: "deploy", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, req *plugin.Request) (*plugin.Result, error) {
-			answer, ok := req.Answers["env"]
-			if !ok {
-				return &plugin.Result{NeedsInput: &plugin.Question{
-					ID: "env", Type: plugin.AnswerSelect, Text: "Deploy where?", Options: []string{"staging", "production"},
-				}}, nil
+			q := &plugin.Question{ID: "env", Type: plugin.AnswerSelect, Text: "Deploy where?", Options: []string{"staging", "production"}}
+			answer, ok, err := req.Answer(q) // checked against the options
+			if err != nil {
+				return nil, err
 			}
-			var env string
-			json.Unmarshal(answer, &env)
-			return &plugin.Result{Content: []plugin.Content{plugin.Textf("deployed to %s", env)}}, nil
+			if !ok {
+				return &plugin.Result{NeedsInput: q}, nil
+			}
+			return &plugin.Result{Content: []plugin.Content{plugin.Textf("deployed to %s", answer.Text)}}, nil
 		})
 	host, _ := plugin.NewHost(plugin.Options{})
 	defer host.Close()
@@ -215,11 +215,18 @@ func ExampleQuestion() {
 		Answers: map[string]json.RawMessage{"env": json.RawMessage(`"staging"`)},
 	})
 	fmt.Println(res.TextContent())
+
+	_, err := host.Invoke(context.Background(), plugin.Call{
+		Name:    "deploy",
+		Answers: map[string]json.RawMessage{"env": json.RawMessage(`"prod"`)},
+	})
+	fmt.Println(err)
 	// Output:
 	// env [staging production]
 	// Input needed (env): Deploy where? [one of: "staging","production"]
 	// Call the tool again with answers: {"env": <answer>}.
 	// deployed to staging
+	// INVALID_REQUEST: answer "env": expected one of "staging", "production", got string "prod"
 }
 
 // Long output is cut for the model, head and tail kept; the whole is kept

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -145,6 +146,14 @@ func (h *Host) run(ctx context.Context, call Call, caller *nestedInvoker, parent
 	args, err := normalizeArguments(call.Arguments, spec.Limits.Arguments)
 	if err != nil {
 		return nil, err
+	}
+	// Answers are checked against their question by the tool
+	// (Request.Answer), which alone knows what it asked; here only that
+	// each is JSON at all.
+	for _, id := range slices.Sorted(maps.Keys(call.Answers)) {
+		if !json.Valid(call.Answers[id]) {
+			return nil, Errorf(CodeInvalidRequest, "answer %q is not valid JSON: %s", id, abbreviate(string(call.Answers[id])))
+		}
 	}
 
 	// Capability check. The composition rule was applied at registration;

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -1248,4 +1249,122 @@ func TestDeadlineKeeper(t *testing.T) {
 	mustRegister(t, h, plugin.Spec{Name: "crash"}, crash)
 	res, err = invoke(t, h, call("crash", `{}`))
 	wantErr(t, res, err, plugin.CodeToolExecutionFailed, "", `tool "crash" crashed`, "boom")
+}
+
+// The three question types round-trip through the pipeline: a tool asks
+// one question after another (boolean, text, select) and gets each answer,
+// checked by Request.Answer, once the caller has answered it.
+func TestNeedsInputAnswerTypes(t *testing.T) {
+	questions := []*plugin.Question{
+		{ID: "confirm", Type: plugin.AnswerBoolean, Text: "Create the account?"},
+		{ID: "name", Type: plugin.AnswerText, Text: "Whose account?"},
+		{ID: "color", Type: plugin.AnswerSelect, Text: "Which color?", Options: []string{"red", "blue", "42"}},
+	}
+	tool := fn(`{"type":"object"}`, func(_ context.Context, req *plugin.Request) (*plugin.Result, error) {
+		var got []plugin.Answer
+		for _, q := range questions {
+			a, ok, err := req.Answer(q)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return &plugin.Result{NeedsInput: q}, nil
+			}
+			got = append(got, a)
+		}
+		if !got[0].Bool {
+			return textResult("cancelled"), nil
+		}
+		return textResult(fmt.Sprintf("created %s's account in %s", got[1].Text, got[2].Text)), nil
+	})
+	h := newHost(t, plugin.Options{})
+	mustRegister(t, h, plugin.Spec{Name: "account"}, tool)
+	ask := func(answers map[string]string) (*plugin.Result, error) {
+		c := plugin.Call{Name: "account", Answers: map[string]json.RawMessage{}}
+		for id, a := range answers {
+			c.Answers[id] = json.RawMessage(a)
+		}
+		return invoke(t, h, c)
+	}
+
+	t.Run("round trip", func(t *testing.T) {
+		answers := map[string]string{}
+		for _, step := range []struct {
+			id, answer, text string
+		}{
+			{"confirm", `true`, "Input needed (confirm): Create the account? [yes/no]\nCall the tool again with answers: {\"confirm\": <answer>}."},
+			{"name", `"Ada Lovelace"`, "Input needed (name): Whose account?\nCall the tool again with answers: {\"name\": <answer>}."},
+			{"color", `"blue"`, "Input needed (color): Which color? [one of: \"red\",\"blue\",\"42\"]\nCall the tool again with answers: {\"color\": <answer>}."},
+		} {
+			res, err := ask(answers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if q := res.NeedsInput; q == nil || q.ID != step.id {
+				t.Fatalf("with answers %v: NeedsInput = %+v, want question %q", answers, q, step.id)
+			}
+			if got := res.TextContent(); got != step.text {
+				t.Errorf("question %s text:\n got %q\nwant %q", step.id, got, step.text)
+			}
+			answers[step.id] = step.answer
+		}
+		res, err := ask(answers)
+		wantOK(t, res, err, "created Ada Lovelace's account in blue")
+		if res.NeedsInput != nil {
+			t.Errorf("asked again after every answer: %+v", res.NeedsInput)
+		}
+		res, err = ask(map[string]string{"confirm": "false", "name": `""`, "color": `"red"`})
+		wantOK(t, res, err, "cancelled")
+	})
+
+	t.Run("accepted forms", func(t *testing.T) {
+		for _, tc := range []struct {
+			confirm, name, color, want string
+		}{
+			{`"yes"`, `"Bo"`, `"red"`, "created Bo's account in red"},
+			{`"No"`, `"Bo"`, `"red"`, "cancelled"},
+			{`true`, `42`, `42`, "created 42's account in 42"}, // what the CLI makes of --answer name=42
+		} {
+			res, err := ask(map[string]string{"confirm": tc.confirm, "name": tc.name, "color": tc.color})
+			wantOK(t, res, err, tc.want)
+		}
+	})
+
+	t.Run("wrong answers", func(t *testing.T) {
+		good := map[string]string{"confirm": `true`, "name": `"Ada"`, "color": `"red"`}
+		for _, tc := range []struct {
+			id, answer, want string
+		}{
+			{"confirm", `"maybe"`, `answer "confirm": expected true or false (or "yes" or "no"), got string "maybe"`},
+			{"confirm", `1`, `answer "confirm": expected true or false (or "yes" or "no"), got integer 1`},
+			{"confirm", `null`, `answer "confirm": expected true or false (or "yes" or "no"), got null`},
+			{"name", `{"first":"Ada"}`, `answer "name": expected a string, got object`},
+			{"name", `["Ada"]`, `answer "name": expected a string, got array`},
+			{"color", `"green"`, `answer "color": expected one of "red", "blue", "42", got string "green"`},
+			{"color", `"Red"`, `answer "color": expected one of "red", "blue", "42", got string "Red"`},
+			{"color", `true`, `answer "color": expected one of "red", "blue", "42", got boolean true`},
+			{"confirm", `maybe`, `answer "confirm" is not valid JSON: "maybe"`},
+			{"name", `"Ada" "Byron"`, `answer "name" is not valid JSON: "\"Ada\" \"Byron\""`},
+		} {
+			t.Run(tc.id+"="+tc.answer, func(t *testing.T) {
+				answers := maps.Clone(good)
+				answers[tc.id] = tc.answer
+				res, err := ask(answers)
+				wantErr(t, res, err, plugin.CodeInvalidRequest, "", "INVALID_REQUEST: "+tc.want)
+				if !errors.Is(err, plugin.ErrInvalidRequest) {
+					t.Errorf("errors.Is(%v, ErrInvalidRequest) = false", err)
+				}
+			})
+		}
+	})
+}
+
+// ParseAnswer refuses to check answers against an invalid question: that
+// is the tool's mistake, not the caller's.
+func TestParseAnswerInvalidQuestion(t *testing.T) {
+	q := &plugin.Question{ID: "q", Type: plugin.AnswerSelect, Text: "which?"}
+	_, err := q.ParseAnswer(json.RawMessage(`"a"`))
+	if err == nil || plugin.CodeOf(err) == plugin.CodeInvalidRequest || !strings.Contains(err.Error(), "needs options") {
+		t.Errorf("ParseAnswer with a select question without options: %v (code %s)", err, plugin.CodeOf(err))
+	}
 }

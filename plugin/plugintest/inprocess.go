@@ -111,15 +111,15 @@ func InProcessFixture(name string) (plugin.Tool, bool) {
 	case "ask":
 		return plugin.Func(desc(name, "Asks for confirmation.", `{"type":"object"}`, ""),
 			func(_ context.Context, req *plugin.Request) (*plugin.Result, error) {
-				a, ok := req.Answers["confirm"]
+				q := &plugin.Question{ID: "confirm", Type: plugin.AnswerBoolean, Text: "Go ahead?"}
+				a, ok, err := req.Answer(q)
+				if err != nil {
+					return nil, err
+				}
 				if !ok {
-					return &plugin.Result{NeedsInput: &plugin.Question{ID: "confirm", Type: plugin.AnswerBoolean, Text: "Go ahead?"}}, nil
+					return &plugin.Result{NeedsInput: q}, nil
 				}
-				var yes bool
-				if err := json.Unmarshal(a, &yes); err != nil {
-					return nil, plugin.Errorf(plugin.CodeInvalidRequest, "answer \"confirm\": want true or false: %v", err)
-				}
-				if yes {
+				if a.Bool {
 					return &plugin.Result{Content: []plugin.Content{plugin.Text("confirmed")}}, nil
 				}
 				return &plugin.Result{Content: []plugin.Content{plugin.Text("cancelled")}}, nil
