@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -365,6 +366,9 @@ func newTestAdapter(t testing.TB, mod func(*Config)) *Adapter {
 	if err != nil {
 		t.Fatal(err)
 	}
+	testAdaptersMu.Lock()
+	testAdapters = append(testAdapters, a)
+	testAdaptersMu.Unlock()
 	t.Cleanup(func() { a.Close() })
 	return a
 }
@@ -401,31 +405,180 @@ func marked(mark string) []int {
 	return out
 }
 
-// assertNoneLeft waits up to d for every marked process to be gone.
+// assertNoneLeft waits up to d for every marked process to be gone, and
+// for every shim of this test process that no live tool owns (see
+// strayShims).
 func assertNoneLeft(t testing.TB, mark string, d time.Duration) {
+	t.Helper()
+	assertLeft(t, mark, 0, d)
+}
+
+// assertLeft waits up to d until exactly want processes carry mark (a
+// plugin that keeps running after a hostile call: want 1, the plugin
+// alone) and no stray shim of this test process is left.
+func assertLeft(t testing.TB, mark string, want int, d time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
 		left := marked(mark)
-		if len(left) == 0 {
+		stray := strayShims()
+		if len(left) == want && len(stray) == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
 			var desc []string
 			for _, pid := range left {
-				b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-				var keep []string
-				for _, l := range strings.Split(string(b), "\n") {
-					if strings.HasPrefix(l, "State:") || strings.HasPrefix(l, "PPid:") || strings.HasPrefix(l, "NSpid:") || strings.HasPrefix(l, "SigIgn") {
-						keep = append(keep, strings.Join(strings.Fields(l), " "))
-					}
-				}
-				desc = append(desc, fmt.Sprintf("%d(%s)", pid, strings.Join(keep, "; ")))
+				desc = append(desc, describeProc(pid))
 			}
-			t.Fatalf("%d processes left behind: %s", len(left), strings.Join(desc, " "))
+			for _, s := range stray {
+				desc = append(desc, "shim "+describeProc(s.pid)+" "+strings.Join(s.args, " "))
+			}
+			t.Fatalf("%d marked processes (want %d) and %d stray shims left: %s", len(left), want, len(stray), strings.Join(desc, " "))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+func describeProc(pid int) string {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	var keep []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "State:") || strings.HasPrefix(l, "PPid:") || strings.HasPrefix(l, "NSpid:") || strings.HasPrefix(l, "SigIgn") {
+			keep = append(keep, strings.Join(strings.Fields(l), " "))
+		}
+	}
+	return fmt.Sprintf("%d(%s)", pid, strings.Join(keep, "; "))
+}
+
+// Shims carry no test marker: a plugin's shim runs as `<test binary>
+// __toolhost_subprocess_shim__ - <cgroup>` (its configuration comes on
+// stdin, see warm.go) and stays as the plugin's supervisor; a spare warm
+// shim looks the same, without a plugin; a built-in's shim has its JSON
+// configuration as argv[2]. They are found by their executable and argv[1].
+
+// shimProc is one live shim process.
+type shimProc struct {
+	pid, ppid int
+	start     string // start time in clock ticks since boot: tells a reused pid apart
+	args      []string
+}
+
+// shims lists the live (non-zombie) processes that run the test binary as
+// a shim, and whose parent is ppid (0: any parent).
+func shims(ppid int) []shimProc {
+	exe, err := os.Executable()
+	if err != nil {
+		panic(err)
+	}
+	self, err := os.Stat(exe)
+	if err != nil {
+		panic(err)
+	}
+	ents, _ := os.ReadDir("/proc")
+	var out []shimProc
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+		if len(args) < 2 || args[1] != shimArg {
+			continue
+		}
+		if fi, err := os.Stat("/proc/" + e.Name() + "/exe"); err != nil || !os.SameFile(fi, self) {
+			continue
+		}
+		pp, start := statFields(pid)
+		if !alive(pid) || ppid != 0 && pp != ppid {
+			continue
+		}
+		out = append(out, shimProc{pid: pid, ppid: pp, start: start, args: args})
+	}
+	return out
+}
+
+// statFields returns the parent and the start time of pid from
+// /proc/<pid>/stat.
+func statFields(pid int) (ppid int, start string) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, ""
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return 0, ""
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	return ppid, f[19] // fields 4 and 22 of proc(5)
+}
+
+// stillRunning reports whether the shim s is alive (the same process, not
+// a later one with its pid).
+func (s shimProc) stillRunning() bool {
+	_, start := statFields(s.pid)
+	return start == s.start && alive(s.pid)
+}
+
+// testAdapters are the adapters newTestAdapter made. The package's tests
+// do not run in parallel (no t.Parallel), so the live adapters are those
+// of the running test and, closed, those of earlier ones.
+var (
+	testAdaptersMu sync.Mutex
+	testAdapters   []*Adapter
+)
+
+// strayShims lists the shims this test process started (its children: a
+// shim is started by the host and never re-parented while the host lives)
+// that no live tool of a test adapter owns as its running plugin's
+// supervisor, its spare warm shim or a running built-in command. Shims of
+// other test processes (another package, another run of this one) have
+// another parent and are not counted. A spare being warmed, a plugin being
+// retired, are stray for a moment: callers poll (assertLeft).
+func strayShims() []shimProc {
+	owned := map[int]bool{}
+	testAdaptersMu.Lock()
+	adapters := slices.Clone(testAdapters)
+	testAdaptersMu.Unlock()
+	for _, a := range adapters {
+		a.mu.Lock()
+		tools := slices.Clone(a.tools)
+		a.mu.Unlock()
+		for _, tool := range tools {
+			switch tool := tool.(type) {
+			case *pluginTool:
+				tool.mu.Lock()
+				if tool.cur != nil && !tool.cur.isStopped() {
+					owned[tool.cur.runner.pid] = true
+				}
+				if tool.spare != nil {
+					owned[tool.spare.cmd.Process.Pid] = true
+				}
+				tool.mu.Unlock()
+			case *commandTool:
+				tool.mu.Lock()
+				for g := range tool.running {
+					owned[g.root] = true
+				}
+				tool.mu.Unlock()
+			}
+		}
+	}
+	var out []shimProc
+	for _, s := range shims(os.Getpid()) {
+		if !owned[s.pid] {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // call calls tool with JSON arguments.
@@ -457,11 +610,13 @@ func load(t testing.TB, a *Adapter, spec *plugin.Spec) plugin.Tool {
 	return tool
 }
 
-// startTestHost starts the test binary as a host process (runTestHost) and
-// returns it with the pids its plugins started.
-func startTestHost(t *testing.T, mark string) (*exec.Cmd, []int) {
+// startTestHost starts the test binary as a host process (runTestHost), with
+// env added to its environment, and returns it with the pids its plugins
+// started.
+func startTestHost(t *testing.T, mark string, env ...string) (*exec.Cmd, []int) {
 	exe, _ := os.Executable()
 	cmd := exec.Command(exe, testPluginArg, "host", t.TempDir(), mark)
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -119,7 +120,10 @@ func TestHostileIgnoresSIGTERM(t *testing.T) {
 	start := time.Now()
 	tool.(*pluginTool).stopAll()
 	took := time.Since(start)
-	assertNoneLeft(t, mark, 0)
+	if left := marked(mark); len(left) > 0 {
+		t.Fatalf("stopAll returned with the plugin still running: %v", left)
+	}
+	assertNoneLeft(t, mark, 2*time.Second)
 	if took < grace || took > grace+2*time.Second {
 		t.Fatalf("stop took %s; want the grace period %s, then SIGKILL", took, grace)
 	}
@@ -316,7 +320,14 @@ func TestHostileGarbage(t *testing.T) {
 		tool := load(t, a, testSpec(testPluginSum(), "echo", "badjson", mark))
 		_, err := call(t, tool, `{}`, 10*time.Second)
 		wantCode(t, err, plugin.CodeOutputInvalid, "")
+		pids := marked(mark)
 		mustServeTool(t, tool, plugin.CodeOutputInvalid) // still the same plugin, still answering
+		if got := marked(mark); len(pids) != 1 || !slices.Equal(got, pids) {
+			t.Fatalf("plugin processes %v after the second call, %v after the first; want the same one", got, pids)
+		}
+		assertLeft(t, mark, 1, 3*time.Second)
+		tool.(*pluginTool).stopAll()
+		assertNoneLeft(t, mark, 3*time.Second)
 	})
 	mustServe(t, ok)
 }
@@ -371,18 +382,74 @@ func TestHostileBinarySwapped(t *testing.T) {
 }
 
 func TestHostKilled(t *testing.T) {
-	mark := newMark(t)
-	host, _ := startTestHost(t, mark)
-	// Two plugins, each with three sleeping children that ignore SIGTERM.
-	if n := len(marked(mark)); n < 8 {
-		host.Process.Kill()
-		t.Fatalf("%d marked processes before the kill, want 8", n)
+	for _, v := range []struct {
+		name string
+		env  []string
+	}{
+		{"pidns", []string{"TOOLHOST_TEST_NOPIDNS="}},
+		// The host's adapter reads TOOLHOST_TEST_NOPIDNS (runTestHost):
+		// then only the lifeline and the process groups stop the trees.
+		{"no pidns", []string{"TOOLHOST_TEST_NOPIDNS=1"}},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			if v.name == "pidns" && !Report().PIDNamespace {
+				t.Skip("no PID namespaces here")
+			}
+			mark := newMark(t)
+			host, _ := startTestHost(t, mark, v.env...)
+			// Two plugins, each with three sleeping children that ignore
+			// SIGTERM.
+			if n := len(marked(mark)); n < 8 {
+				host.Process.Kill()
+				t.Fatalf("%d marked processes before the kill, want 8", n)
+			}
+			// The host's shims: one supervisor per plugin (the parent of a
+			// marked process) and, once warmed, one spare per tool.
+			var hostShims []shimProc
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				hostShims = shims(host.Process.Pid)
+				supervisors := 0
+				for _, s := range hostShims {
+					for _, pid := range marked(mark) {
+						if pp, _ := statFields(pid); pp == s.pid {
+							supervisors++
+							break
+						}
+					}
+				}
+				if supervisors == 2 && len(hostShims) >= 4 {
+					break
+				}
+				if time.Now().After(deadline) {
+					host.Process.Kill()
+					t.Fatalf("the test host has %d shims, %d of them supervising a plugin; want 2 supervisors and 2 spares", len(hostShims), supervisors)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if err := host.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			_ = host.Wait()
+			assertNoneLeft(t, mark, 3*time.Second)
+			deadline = time.Now().Add(3 * time.Second)
+			for {
+				var left []string
+				for _, s := range hostShims {
+					if s.stillRunning() {
+						left = append(left, describeProc(s.pid)+" "+strings.Join(s.args, " "))
+					}
+				}
+				if len(left) == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("shims of the killed host left behind: %s", strings.Join(left, ", "))
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
 	}
-	if err := host.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = host.Wait()
-	assertNoneLeft(t, mark, 3*time.Second)
 }
 
 func TestIdleStop(t *testing.T) {
