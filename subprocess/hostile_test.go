@@ -50,6 +50,9 @@ func TestHostileForkBomb(t *testing.T) {
 				c.NoPIDNamespace = !v.pidns
 				c.NoPIDsCgroup = !v.cgroup
 			})
+			if h := a.Hardening(); v.pidns && !h.PIDNamespace || v.cgroup && !h.PIDsCgroup {
+				t.Skipf("not available here: %+v", h)
+			}
 			ok := healthy(t, a)
 			mark := newMark(t)
 			s := testSpec(testPluginSum(), "forkbomb", "serve", mark)
@@ -59,23 +62,38 @@ func TestHostileForkBomb(t *testing.T) {
 			wantCode(t, err, plugin.CodeLimitExceeded, "processes")
 			assertNoneLeft(t, mark, 3*time.Second)
 			mustServe(t, ok)
+			a.Close()
+			assertNoneLeft(t, mark, 3*time.Second)
 		})
 	}
 }
 
 func TestHostileThreadBomb(t *testing.T) {
-	a := newTestAdapter(t, func(c *Config) { c.MaxThreads = 150 })
-	ok := healthy(t, a)
-	mark := newMark(t)
-	tool := load(t, a, testSpec(testPluginSum(), "threadbomb", "serve", mark))
-	_, err := call(t, tool, `{}`, 15*time.Second)
-	wantCode(t, err, plugin.CodeLimitExceeded, "threads")
-	assertNoneLeft(t, mark, 3*time.Second)
-	mustServe(t, ok)
-	// The tool restarts and is contained again.
-	_, err = call(t, tool, `{}`, 15*time.Second)
-	wantCode(t, err, plugin.CodeLimitExceeded, "threads")
-	assertNoneLeft(t, mark, 3*time.Second)
+	for _, v := range []struct{ pidns, cgroup bool }{{true, true}, {false, true}, {true, false}, {false, false}} {
+		t.Run(fmt.Sprintf("pidns=%t,cgroup=%t", v.pidns, v.cgroup), func(t *testing.T) {
+			a := newTestAdapter(t, func(c *Config) {
+				c.MaxThreads = 150
+				c.NoPIDNamespace = !v.pidns
+				c.NoPIDsCgroup = !v.cgroup
+			})
+			if h := a.Hardening(); v.pidns && !h.PIDNamespace || v.cgroup && !h.PIDsCgroup {
+				t.Skipf("not available here: %+v", h)
+			}
+			ok := healthy(t, a)
+			mark := newMark(t)
+			tool := load(t, a, testSpec(testPluginSum(), "threadbomb", "serve", mark))
+			_, err := call(t, tool, `{}`, 15*time.Second)
+			wantCode(t, err, plugin.CodeLimitExceeded, "threads")
+			assertNoneLeft(t, mark, 3*time.Second)
+			mustServe(t, ok)
+			// The tool restarts and is contained again.
+			_, err = call(t, tool, `{}`, 15*time.Second)
+			wantCode(t, err, plugin.CodeLimitExceeded, "threads")
+			assertNoneLeft(t, mark, 3*time.Second)
+			a.Close()
+			assertNoneLeft(t, mark, 3*time.Second)
+		})
+	}
 }
 
 func TestHostileSetsidDoubleFork(t *testing.T) {
