@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
@@ -83,6 +84,8 @@ func runTestPlugin(mode string, rest []string) {
 	case "sleeper":
 		signal.Ignore(syscall.SIGTERM)
 		time.Sleep(fuse)
+	case "spinner":
+		spin()
 	case "host":
 		runTestHost(rest)
 	default:
@@ -109,7 +112,7 @@ type testTools struct{}
 func (testTools) ListTools(context.Context) ([]shared.Tool, error) {
 	var out []shared.Tool
 	for _, n := range []string{"echo", "forkbomb", "threadbomb", "escape", "alloc", "filldisk", "fds",
-		"sleep", "crash", "spawn", "env", "write", "syscalls", "rlimits", "cwd"} {
+		"sleep", "crash", "spawn", "env", "write", "syscalls", "rlimits", "cwd", "spin", "print"} {
 		out = append(out, shared.Tool{Name: n, Description: "test tool " + n,
 			InputSchema: json.RawMessage(`{"type":"object"}`)})
 	}
@@ -121,6 +124,7 @@ func (testTools) CallTool(ctx context.Context, name string, args json.RawMessage
 		Text string `json:"text"`
 		N    int    `json:"n"`
 		Path string `json:"path"`
+		Op   string `json:"op"`
 	}
 	_ = json.Unmarshal(args, &a)
 	self := func(mode string) *exec.Cmd {
@@ -163,14 +167,30 @@ func (testTools) CallTool(ctx context.Context, name string, args json.RawMessage
 		}
 		return shared.TextResult(fmt.Sprint(len(keep))), nil
 	case "filldisk":
-		f, err := os.Create("big")
+		// Writes n MiB (default 1024) to path (default "big", in the
+		// scratch directory). With op "sigdfl" it first restores the
+		// default action of SIGXFSZ, which the Go runtime ignores: the
+		// write past RLIMIT_FSIZE then kills the plugin, as it would kill
+		// a C program.
+		if a.Path == "" {
+			a.Path = "big"
+		}
+		if a.N == 0 {
+			a.N = 1024
+		}
+		if a.Op == "sigdfl" {
+			if err := defaultSignalAction(syscall.SIGXFSZ); err != nil {
+				return nil, err
+			}
+		}
+		f, err := os.Create(a.Path)
 		if err != nil {
 			return nil, err
 		}
 		defer f.Close()
 		chunk := make([]byte, 1<<20)
 		var n int64
-		for i := 0; i < 1024; i++ {
+		for i := 0; i < a.N; i++ {
 			w, err := f.Write(chunk)
 			n += int64(w)
 			if err != nil {
@@ -179,8 +199,27 @@ func (testTools) CallTool(ctx context.Context, name string, args json.RawMessage
 		}
 		return shared.TextResult(fmt.Sprintf("wrote %d bytes", n)), nil
 	case "fds":
+		// Opens files until it cannot; with op "hold" it keeps them open
+		// after the call (so the host can look at them), and op "release"
+		// closes the held ones.
+		if a.Op == "release" {
+			heldMu.Lock()
+			n := len(held)
+			for _, f := range held {
+				f.Close()
+			}
+			held = nil
+			heldMu.Unlock()
+			return shared.TextResult(fmt.Sprintf("released %d files", n)), nil
+		}
 		var files []*os.File
 		defer func() {
+			if a.Op == "hold" {
+				heldMu.Lock()
+				held = append(held, files...)
+				heldMu.Unlock()
+				return
+			}
 			for _, f := range files {
 				f.Close()
 			}
@@ -221,6 +260,14 @@ func (testTools) CallTool(ctx context.Context, name string, args json.RawMessage
 		out = append(out, fmt.Sprintf("unshare=%v", unix.Unshare(unix.CLONE_NEWUSER)))
 		_, _, e := unix.Syscall(unix.SYS_PTRACE, unix.PTRACE_TRACEME, 0, 0)
 		out = append(out, fmt.Sprintf("ptrace=%v", errnoErr(e)))
+		// A real descriptor of the plugin's own UTS namespace: joining it
+		// would succeed (the tests run as root) unless seccomp refuses.
+		if ns, err := os.Open("/proc/self/ns/uts"); err != nil {
+			out = append(out, fmt.Sprintf("setns=open: %v", err))
+		} else {
+			out = append(out, fmt.Sprintf("setns=%v", unix.Setns(int(ns.Fd()), unix.CLONE_NEWUTS)))
+			ns.Close()
+		}
 		_, _, e = unix.Syscall(unix.SYS_KEYCTL, 0, 0, 0)
 		out = append(out, fmt.Sprintf("keyctl=%v", errnoErr(e)))
 		_, _, e = unix.Syscall(unix.SYS_BPF, 0, 0, 0)
@@ -242,8 +289,55 @@ func (testTools) CallTool(ctx context.Context, name string, args json.RawMessage
 	case "cwd":
 		d, err := os.Getwd()
 		return shared.TextResult(fmt.Sprint(d, err)), nil
+	case "spin":
+		// Burns CPU in n child processes and in the plugin itself.
+		for i := 0; i < a.N; i++ {
+			if err := self("spinner").Start(); err != nil {
+				return nil, err
+			}
+		}
+		spin()
+		return shared.TextResult("survived"), nil
+	case "print":
+		// Through go-plugin's stdio forwarding (os.Stdout and os.Stderr are
+		// pipes to the host once Serve runs), and straight to descriptor 2,
+		// the stderr the plugin was started with.
+		fmt.Fprintln(os.Stdout, "plugin stdout: "+a.Text)
+		fmt.Fprintln(os.Stderr, "plugin stderr: "+a.Text)
+		_, err := syscall.Write(2, []byte("plugin fd2: "+a.Text+"\n"))
+		return shared.TextResult(fmt.Sprint(err)), nil
 	}
 	return nil, shared.ErrUnknownTool
+}
+
+// held are the files the fds tool keeps open between calls.
+var (
+	heldMu sync.Mutex
+	held   []*os.File
+)
+
+// spin burns CPU until the fuse.
+func spin() {
+	deadline := time.Now().Add(fuse)
+	x := 0
+	for time.Now().Before(deadline) {
+		for i := 0; i < 1e6; i++ {
+			x ^= i
+		}
+	}
+	spinSink = x
+}
+
+var spinSink int
+
+// defaultSignalAction restores the kernel's default action for sig, under
+// the Go runtime, which ignores SIGXFSZ and SIGXCPU. An all-zero
+// sigaction is SIG_DFL with no flags and an empty mask on every
+// architecture.
+func defaultSignalAction(sig syscall.Signal) error {
+	var act [4]uint64
+	_, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&act)), 0, 8, 0, 0)
+	return errnoErr(e)
 }
 
 func errnoErr(e syscall.Errno) error {

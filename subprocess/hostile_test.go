@@ -210,34 +210,80 @@ func TestHostileAllocates(t *testing.T) {
 }
 
 func TestHostileFillsDisk(t *testing.T) {
-	a := newTestAdapter(t, func(c *Config) { c.MaxFileSize = 4 << 20 })
-	ok := healthy(t, a)
-	mark := newMark(t)
-	tool := load(t, a, testSpec(testPluginSum(), "filldisk", "serve", mark))
-	res, err := call(t, tool, `{}`, 15*time.Second)
-	if err != nil {
-		// Killed by SIGXFSZ (where the runtime does not ignore it).
-		wantCode(t, err, plugin.CodeLimitExceeded, "file_size")
-	} else {
-		m := regexp.MustCompile(`^wrote (\d+) bytes: .*file too large`).FindStringSubmatch(res.TextContent())
-		if !res.IsError || m == nil {
-			t.Fatalf("filldisk: %s", res.TextContent())
-		}
-		if n, _ := strconv.Atoi(m[1]); n > 4<<20 {
-			t.Fatalf("wrote %d bytes past the 4 MiB limit", n)
-		}
+	const limit = 4 << 20
+	for _, tc := range []struct {
+		name string
+		op   string
+	}{
+		// A Go plugin ignores SIGXFSZ: its write fails with EFBIG and
+		// it answers with an error result.
+		{"EFBIG", ""},
+		// A plugin that keeps the default action is killed by the
+		// kernel, which the host reports as the file-size limit.
+		{"SIGXFSZ", "sigdfl"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newTestAdapter(t, func(c *Config) { c.MaxFileSize = limit })
+			ok := healthy(t, a)
+			mark := newMark(t)
+			// The plugin writes into a read-write mount, where the host
+			// can look at the file after the plugin is gone (its scratch
+			// directory goes with it).
+			out := t.TempDir()
+			s := testSpec(testPluginSum(), "filldisk", "serve", mark)
+			s.Capabilities.Mounts = []plugin.Mount{{HostPath: out, GuestPath: "/out"}}
+			tool := load(t, a, s)
+			big := filepath.Join(out, "big")
+			res, err := call(t, tool, fmt.Sprintf(`{"path":%q,"op":%q}`, big, tc.op), 15*time.Second)
+			if tc.op == "sigdfl" {
+				wantCode(t, err, plugin.CodeLimitExceeded, "file_size")
+				assertNoneLeft(t, mark, 3*time.Second) // the plugin and its shim are gone
+			} else {
+				if err != nil {
+					t.Fatalf("a Go plugin should survive its EFBIG: %v", err)
+				}
+				m := regexp.MustCompile(`^wrote (\d+) bytes: .*file too large`).FindStringSubmatch(res.TextContent())
+				if !res.IsError || m == nil {
+					t.Fatalf("filldisk: %s", res.TextContent())
+				}
+				if n, _ := strconv.Atoi(m[1]); n > limit {
+					t.Fatalf("the plugin says it wrote %d bytes past the limit %d", n, limit)
+				}
+				assertLeft(t, mark, 1, 3*time.Second) // the plugin alone, no stray shim
+			}
+			// What reached the disk, seen from the host.
+			st, err := os.Stat(big)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Size() > limit || st.Size() == 0 {
+				t.Fatalf("%s has %d bytes; the file-size limit is %d", big, st.Size(), limit)
+			}
+			mustServe(t, ok)
+			// The hostile tool serves a call within the limit (restarted,
+			// if it was killed).
+			small := filepath.Join(out, "small")
+			res, err = call(t, tool, fmt.Sprintf(`{"path":%q,"n":1}`, small), 15*time.Second)
+			if err != nil || res.IsError || res.TextContent() != "wrote 1048576 bytes" {
+				t.Fatalf("call within the limit: %v, %v", res, err)
+			}
+			if st, err := os.Stat(small); err != nil || st.Size() != 1<<20 {
+				t.Fatalf("small: %v, %v", st, err)
+			}
+			assertLeft(t, mark, 1, 3*time.Second)
+			a.Close()
+			assertNoneLeft(t, mark, 3*time.Second)
+		})
 	}
-	mustServe(t, ok)
-	a.Close()
-	assertNoneLeft(t, mark, 2*time.Second)
 }
 
 func TestHostileExhaustsFileDescriptors(t *testing.T) {
+	const limit = 40
 	a := newTestAdapter(t, nil)
 	ok := healthy(t, a)
 	mark := newMark(t)
 	s := testSpec(testPluginSum(), "fds", "serve", mark)
-	s.Limits.FileDescriptors = 40
+	s.Limits.FileDescriptors = limit
 	tool := load(t, a, s)
 	res, err := call(t, tool, `{}`, 15*time.Second)
 	if err != nil {
@@ -247,12 +293,71 @@ func TestHostileExhaustsFileDescriptors(t *testing.T) {
 	if !res.IsError || m == nil {
 		t.Fatalf("fds: %s", res.TextContent())
 	}
-	if n, _ := strconv.Atoi(m[1]); n >= 40 {
-		t.Fatalf("opened %d files with a limit of 40", n)
+	if n, _ := strconv.Atoi(m[1]); n >= limit {
+		t.Fatalf("opened %d files with a limit of %d", n, limit)
 	}
-	// The plugin closed them again and still serves.
+	assertLeft(t, mark, 1, 3*time.Second)
+
+	// From the host: the plugin's descriptor table while it holds all it
+	// could open.
+	pids := marked(mark)
+	if len(pids) != 1 {
+		t.Fatalf("%d plugin processes", len(pids))
+	}
+	fdTable := func() map[int]string {
+		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pids[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[int]string{}
+		for _, e := range ents {
+			n, _ := strconv.Atoi(e.Name())
+			out[n], _ = os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", pids[0], n))
+		}
+		return out
+	}
+	before := fdTable()
+	res, err = call(t, tool, `{"op":"hold"}`, 15*time.Second)
+	m = regexp.MustCompile(`^opened (\d+) files: .*too many open files`).FindStringSubmatch(res.TextContent())
+	if err != nil || !res.IsError || m == nil {
+		t.Fatalf("fds hold: %v, %v", res, err)
+	}
+	opened, _ := strconv.Atoi(m[1])
+	limits, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pids[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := regexp.MustCompile(`(?m)^Max open files\s+(\d+)\s+(\d+)`).FindSubmatch(limits); m == nil || string(m[1]) != "40" || string(m[2]) != "40" {
+		t.Fatalf("the plugin's RLIMIT_NOFILE is not %d:\n%s", limit, limits)
+	}
+	// The files it opened are the new descriptors of /dev/null; each
+	// has a number below the limit. (Descriptors it inherited may have
+	// higher numbers: RLIMIT_NOFILE bounds new ones.)
+	after := fdTable()
+	added, below, highest := 0, 0, -1
+	for n, target := range after {
+		if n < limit {
+			below++
+		}
+		if target == "/dev/null" && before[n] != "/dev/null" {
+			added++
+			highest = max(highest, n)
+		}
+	}
+	if added != opened || highest >= limit || below > limit || below < limit-5 {
+		t.Fatalf("the plugin holds %d new descriptors of /dev/null (it says %d), the highest %d, and %d descriptors below %d; want them all below the limit, the table full:\n%v",
+			added, opened, highest, below, limit, after)
+	}
+	// It gives them back and still serves.
+	res, err = call(t, tool, `{"op":"release"}`, 15*time.Second)
+	if err != nil || !strings.HasPrefix(res.TextContent(), "released ") {
+		t.Fatalf("fds release: %v, %v", res, err)
+	}
 	if _, err := call(t, tool, `{}`, 15*time.Second); err != nil {
 		t.Fatal(err)
+	}
+	if got := marked(mark); len(got) != 1 || got[0] != pids[0] {
+		t.Fatalf("the plugin was restarted: %v, was %v", got, pids)
 	}
 	mustServe(t, ok)
 	a.Close()
