@@ -558,3 +558,11 @@ func isSubreaper() bool {
 	var v int32
 	return unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&v)), 0, 0, 0) == nil && v != 0
 }
+
+// signalName is a signal's name as people write it ("SIGKILL").
+func signalName(sig syscall.Signal) string {
+	if n := unix.SignalName(sig); n != "" {
+		return n
+	}
+	return sig.String()
+}

@@ -54,3 +54,5 @@ func waitExit(int, chan<- struct{}) {}
 func removeCgroupWhenEmpty(string) {}
 
 func isSubreaper() bool { return false }
+
+func signalName(sig syscall.Signal) string { return sig.String() }

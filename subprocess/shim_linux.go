@@ -6,7 +6,10 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
+	"strconv"
 	"syscall"
+	"time"
 	"unsafe"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
@@ -25,6 +28,9 @@ import (
 // signals) is needed.
 func runShim(cfg *shimConfig) error {
 	runtime.LockOSThread()
+	if err := closeInherited(cfg.FD, cfg.Lifeline); err != nil {
+		return fmt.Errorf("closing inherited descriptors: %w", err)
+	}
 	if err := joinCgroup(cfg.Cgroup); err != nil {
 		return fmt.Errorf("cgroup: %w", err)
 	}
@@ -62,6 +68,12 @@ func runShim(cfg *shimConfig) error {
 	// Termination signals are the plugin's to handle: the shim exits when
 	// it does. (Handled, not ignored, so the child starts with defaults.)
 	signal.Notify(make(chan os.Signal, 1), unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+	// Nothing the shim inherited reaches the plugin but what Files names:
+	// a descriptor the host (or the application embedding it) leaked
+	// without close-on-exec, the lifeline, the executable's own.
+	if err := closeOnExecFrom(3); err != nil {
+		return fmt.Errorf("close-on-exec: %w", err)
+	}
 	// Fork from this thread: Landlock, seccomp and no_new_privs are
 	// per-thread and the child inherits this thread's.
 	// The plugin dies with the shim (this thread never exits).
@@ -74,8 +86,11 @@ func runShim(cfg *shimConfig) error {
 		go watchLifeline(cfg.Lifeline)
 	}
 	for {
-		var ws unix.WaitStatus
-		wpid, err := unix.Wait4(-1, &ws, 0, nil)
+		var (
+			ws unix.WaitStatus
+			ru unix.Rusage
+		)
+		wpid, err := unix.Wait4(-1, &ws, 0, &ru)
 		if err == unix.EINTR {
 			continue
 		}
@@ -86,7 +101,13 @@ func runShim(cfg *shimConfig) error {
 			continue // an orphan re-parented to the shim, the namespace's init
 		}
 		if ws.Signaled() {
-			os.Exit(128 + int(ws.Signal()))
+			sig := ws.Signal()
+			// Past its soft CPU limit a plugin that ignores SIGXCPU (Go
+			// programs do) is killed at the hard limit: say which limit.
+			if sig == unix.SIGKILL && cfg.CPUSeconds > 0 && cpuTime(&ru) >= time.Duration(cfg.CPUSeconds)*time.Second {
+				sig = unix.SIGXCPU
+			}
+			os.Exit(128 + int(sig))
 		}
 		os.Exit(ws.ExitStatus())
 	}
@@ -126,7 +147,6 @@ func applyRlimits(cfg *shimConfig) error {
 		res  int
 		v    uint64
 	}{
-		{"CPU", unix.RLIMIT_CPU, cfg.CPUSeconds},
 		{"DATA", unix.RLIMIT_DATA, cfg.DataBytes},
 		{"FSIZE", unix.RLIMIT_FSIZE, cfg.FileBytes},
 		{"NOFILE", unix.RLIMIT_NOFILE, cfg.OpenFiles},
@@ -135,6 +155,67 @@ func applyRlimits(cfg *shimConfig) error {
 			continue
 		}
 		if err := set(l.name, l.res, l.v); err != nil {
+			return err
+		}
+	}
+	if v := cfg.CPUSeconds; v > 0 {
+		// SIGXCPU at the soft limit (a C program dies of it), SIGKILL at
+		// the hard one, cpuGrace later, for a program that ignores it.
+		if err := unix.Setrlimit(unix.RLIMIT_CPU, &unix.Rlimit{Cur: v, Max: v + cpuGrace}); err != nil {
+			return fmt.Errorf("setrlimit CPU=%d: %w", v, err)
+		}
+	}
+	return nil
+}
+
+// cpuGrace is the time, in CPU seconds, between the soft CPU limit
+// (SIGXCPU) and the hard one (SIGKILL).
+const cpuGrace = 1
+
+// cpuTime is the user and system time in ru.
+func cpuTime(ru *unix.Rusage) time.Duration {
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// closeInherited closes the descriptors from 3 up that the shim inherited
+// by accident — open without close-on-exec in the host, or in whatever
+// started the host — except keep. The Go runtime opens its own
+// close-on-exec, so a descriptor without the flag is one of those.
+func closeInherited(keep ...int) error {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd < 3 || slices.Contains(keep, fd) {
+			continue
+		}
+		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+		if err == nil && flags&unix.FD_CLOEXEC == 0 {
+			unix.Close(fd)
+		}
+	}
+	return nil
+}
+
+// closeOnExecFrom marks every descriptor from first up close-on-exec.
+func closeOnExecFrom(first int) error {
+	err := unix.CloseRange(uint(first), ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	if err != unix.ENOSYS && err != unix.EINVAL {
+		return err
+	}
+	// Before Linux 5.11: one by one.
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd < first {
+			continue
+		}
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); err != nil && err != unix.EBADF {
 			return err
 		}
 	}

@@ -192,8 +192,7 @@ func TestSandbox(t *testing.T) {
 		tool.(*pluginTool).stopAll()
 		assertNoneLeft(t, m, 2*time.Second)
 		if len(leaked) > 0 {
-			t.Skipf("known bug: a descriptor the host inherited without O_CLOEXEC reaches the sandbox (%s): "+
-				"neither the host's exec nor the shim closes descriptors beyond the ones it passes", strings.Join(leaked, ", "))
+			t.Errorf("a descriptor the host inherited without O_CLOEXEC reaches the sandbox: %s", strings.Join(leaked, ", "))
 		}
 	})
 	a.Close()

@@ -248,7 +248,7 @@ func (t *pluginTool) crashError(p *proc) *plugin.Error {
 			case "file_size":
 				return plugin.LimitError("file_size", "the plugin tried to write a file larger than %s", plugin.FormatSize(t.a.cfg.MaxFileSize))
 			}
-			how = "was killed by " + sig.String()
+			how = "was killed by " + signalName(sig)
 		}
 	}
 	tail := p.runner.stderr.Tail()
