@@ -183,10 +183,13 @@ func New(cfg Config) (*Adapter, error) {
 		a.hard.PIDNamespace = false
 		a.hard.Missing = append(a.hard.Missing, "PID namespaces disabled by configuration: orphans are found by process group and cgroup instead")
 	}
-	if a.hard.Supported {
-		// Orphans re-parent to the host, not to init (process-wide, for
-		// good). In a PID namespace they stay with the shim, its init, and
-		// never get that far; without one this is what keeps them findable.
+	if a.hard.Supported && !a.hard.PIDNamespace {
+		// Without a PID namespace, orphans would re-parent to init: keep
+		// them as the host's children instead (process-wide, for good).
+		// With one, the shim is the namespace's init and they re-parent to
+		// it; the host must not be their subreaper then: when the namespace
+		// ends, its last processes would come to the host as zombies that
+		// no exec.Cmd waits for.
 		a.hard.Subreaper = becomeSubreaper() == nil
 		if !a.hard.Subreaper {
 			a.hard.Missing = append(a.hard.Missing, "cannot become child subreaper: orphaned plugin descendants re-parent to init (the kill still finds them by process group and cgroup)")

@@ -21,9 +21,11 @@ type Hardening struct {
 	LandlockABI int
 	Landlock    bool
 	// Subreaper: the host is the child subreaper of its descendants (New
-	// makes it one), so an orphan re-parents to the host rather than to
-	// init. Inside a PID namespace orphans stay with the shim, the
-	// namespace's init, before it comes to that.
+	// makes it one when plugins get no PID namespace), so an orphan
+	// re-parents to the host rather than to init. In a PID namespace the
+	// shim, the namespace's init, is where orphans re-parent, and the host
+	// is deliberately not a subreaper: the namespace's last processes would
+	// come to it as zombies when the namespace ends.
 	Subreaper bool
 	// PIDNamespace: each plugin is the init of its own PID namespace, so the
 	// kernel kills all its descendants when it dies.
@@ -59,7 +61,7 @@ func Report() Hardening {
 	h.DiesWithHost = true
 	h.ParentDeathSignal = true
 	h.PIDsCgroup = pidsCgroupAvailable()
-	h.Subreaper = subreaperSupported()
+	h.Subreaper = !h.PIDNamespace && subreaperSupported()
 	if !h.Seccomp {
 		h.Missing = append(h.Missing, "seccomp is unavailable: plugins may call setsid, ptrace, mount, unshare, bpf and keyctl")
 	}
@@ -68,7 +70,7 @@ func Report() Hardening {
 	} else if h.LandlockABI < 5 {
 		h.Missing = append(h.Missing, fmt.Sprintf("Landlock ABI %d < 5: some file access rights (truncate, ioctl on devices) are not restricted", h.LandlockABI))
 	}
-	if !h.Subreaper {
+	if !h.PIDNamespace && !h.Subreaper {
 		h.Missing = append(h.Missing, "the kernel cannot make the host a child subreaper: orphaned plugin descendants re-parent to init (the kill still finds them by process group and cgroup)")
 	}
 	if !h.PIDNamespace {
@@ -90,7 +92,11 @@ func (h Hardening) String() string {
 	if h.Supported {
 		fmt.Fprintf(&b, "  seccomp filter:        %s\n", yes(h.Seccomp))
 		fmt.Fprintf(&b, "  landlock:              %s (ABI %d)\n", yes(h.Landlock), h.LandlockABI)
-		fmt.Fprintf(&b, "  child subreaper:       %s\n", yes(h.Subreaper))
+		if h.PIDNamespace {
+			fmt.Fprintf(&b, "  child subreaper:       the shim (init of the plugin's PID namespace)\n")
+		} else {
+			fmt.Fprintf(&b, "  child subreaper:       %s\n", yes(h.Subreaper))
+		}
 		fmt.Fprintf(&b, "  pid namespace:         %s\n", yes(h.PIDNamespace))
 		fmt.Fprintf(&b, "  pids cgroup:           %s\n", yes(h.PIDsCgroup))
 		fmt.Fprintf(&b, "  dies with the host:    %s (lifeline pipe)\n", yes(h.DiesWithHost))

@@ -5,22 +5,24 @@ import (
 	"testing"
 )
 
-// TestSubreaper: the adapter makes the host the child subreaper whether or
-// not plugins get a PID namespace, and the doctor report says so before any
-// adapter exists.
+// TestSubreaper: orphans never re-parent to init. Without a PID namespace
+// the adapter makes the host the child subreaper; with one the shim (the
+// namespace's init) takes them, and the doctor report says which.
 func TestSubreaper(t *testing.T) {
 	if !platformSupported {
 		t.Skip("no subprocess tier on this platform")
 	}
 	r := Report()
-	if !r.Subreaper || !strings.Contains(r.String(), "child subreaper:       yes") {
-		t.Fatalf("doctor report: Subreaper=%v\n%s", r.Subreaper, r)
+	want := "child subreaper:       yes"
+	if r.PIDNamespace {
+		want = "child subreaper:       the shim"
 	}
-	for _, nons := range []bool{false, true} {
-		a := newTestAdapter(t, func(c *Config) { c.NoPIDNamespace = nons })
-		if !a.Hardening().Subreaper {
-			t.Errorf("NoPIDNamespace=%v: adapter is not the subreaper: %+v", nons, a.Hardening())
-		}
+	if !strings.Contains(r.String(), want) || r.Subreaper == r.PIDNamespace {
+		t.Fatalf("doctor report: Subreaper=%v PIDNamespace=%v, want %q in\n%s", r.Subreaper, r.PIDNamespace, want, r)
+	}
+	a := newTestAdapter(t, func(c *Config) { c.NoPIDNamespace = true })
+	if h := a.Hardening(); !h.Subreaper || h.PIDNamespace {
+		t.Errorf("without a PID namespace: %+v, want the host as subreaper", h)
 	}
 	if !isSubreaper() {
 		t.Fatal("PR_GET_CHILD_SUBREAPER: the process is not a subreaper")

@@ -2,6 +2,7 @@ package subprocess
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -643,4 +644,44 @@ func TestHostileSpins(t *testing.T) {
 		// one's SIGKILL follows; the shim tells the host which limit it was.
 		wantCode(t, err, plugin.CodeLimitExceeded, "cpu")
 	})
+}
+
+// TestBackoffReleasesTheTool: a call waiting out the restart backoff does
+// not hold the tool: Close returns at once and ends the waiting call, and
+// the tool says it is restarting meanwhile.
+func TestBackoffReleasesTheTool(t *testing.T) {
+	a := newTestAdapter(t, func(c *Config) { c.RestartBackoff = 20 * time.Second; c.MaxRestartBackoff = 20 * time.Second })
+	mark := newMark(t)
+	tool := load(t, a, testSpec(testPluginSum(), "crash", "serve", mark))
+	_, err := call(t, tool, `{}`, 10*time.Second)
+	wantCode(t, err, plugin.CodeToolUnavailable, "")
+	waiting := make(chan error, 1)
+	go func() {
+		_, err := tool.Call(context.Background(), &plugin.Request{ID: "w", Name: tool.Descriptor().Name, Arguments: json.RawMessage(`{}`)})
+		waiting <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // let it reach the backoff
+	done := make(chan struct{})
+	go func() {
+		if avail, why := tool.(plugin.Availability).Available(); avail || !strings.Contains(why, "restarting in") {
+			t.Errorf("Available() = %v, %q during the backoff", avail, why)
+		}
+		a.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close waited for the call that waits out the backoff")
+	}
+	select {
+	case err := <-waiting:
+		wantCode(t, err, plugin.CodeToolUnavailable, "")
+		if !strings.Contains(err.Error(), "closed") {
+			t.Errorf("waiting call: %v, want it told the adapter closed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting call did not end with Close")
+	}
+	assertNoneLeft(t, mark, 2*time.Second)
 }

@@ -46,6 +46,7 @@ type pluginTool struct {
 	retryAt  time.Time
 	lastErr  error
 	closed   bool
+	done     chan struct{} // closed when closed is set
 }
 
 var (
@@ -74,6 +75,7 @@ func (a *Adapter) loadPlugin(ctx context.Context, spec *plugin.Spec) (*pluginToo
 		return nil, plugin.Errorf(plugin.CodeInvalidRequest, "plugin pin: %v", err)
 	}
 	t := &pluginTool{
+		done:  make(chan struct{}),
 		a:     a,
 		spec:  *spec,
 		inner: spec.Source.Tool,
@@ -295,25 +297,39 @@ func decodeResult(out []byte, max int64) (*plugin.Result, error) {
 func (t *pluginTool) acquire(ctx context.Context) (*proc, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed {
-		return nil, plugin.Errorf(plugin.CodeToolUnavailable, "the subprocess adapter is closed")
-	}
-	if p := t.cur; p != nil {
-		if !p.isStopped() && !p.runner.hasExited() {
-			p.active++
-			p.stopIdle()
-			return p, nil
+	for {
+		if t.closed {
+			return nil, plugin.Errorf(plugin.CodeToolUnavailable, "the subprocess adapter is closed")
 		}
-		t.cur = nil
-	}
-	if wait := time.Until(t.retryAt); wait > 0 {
+		if p := t.cur; p != nil {
+			if !p.isStopped() && !p.runner.hasExited() {
+				p.active++
+				p.stopIdle()
+				return p, nil
+			}
+			t.cur = nil
+		}
+		wait := time.Until(t.retryAt)
+		if wait <= 0 {
+			break
+		}
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
 			return nil, plugin.Errorf(plugin.CodeToolUnavailable, "%v; restarting in %s", t.lastErr, wait.Round(time.Millisecond))
 		}
+		// Wait out the backoff without the lock (Close, the idle stop
+		// and other callers need it), then look again: another caller
+		// may have started the plugin meanwhile.
+		t.mu.Unlock()
+		var err error
 		select {
 		case <-time.After(wait):
+		case <-t.done: // the loop says so
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			err = ctx.Err()
+		}
+		t.mu.Lock()
+		if err != nil {
+			return nil, err
 		}
 	}
 	p, err := t.start(ctx)
@@ -386,6 +402,9 @@ func (t *pluginTool) retire(p *proc, reason *plugin.Error, failure bool) {
 // stopAll stops the plugin for good.
 func (t *pluginTool) stopAll() {
 	t.mu.Lock()
+	if !t.closed {
+		close(t.done)
+	}
 	t.closed = true
 	p := t.cur
 	t.cur = nil

@@ -41,7 +41,11 @@ func (a *app) doctorCommand() *cobra.Command {
 			fmt.Fprintf(a.stdout, "  pids cgroup            %s\n", yes(r.PIDsCgroup))
 			fmt.Fprintf(a.stdout, "  dies with the host     %s\n", yes(r.DiesWithHost))
 			fmt.Fprintf(a.stdout, "  dies with its shim     %s\n", yes(r.ParentDeathSignal))
-			fmt.Fprintf(a.stdout, "  child subreaper        %s\n", yes(r.Subreaper))
+			if r.PIDNamespace {
+				fmt.Fprintf(a.stdout, "  child subreaper        the shim (init of the plugin's PID namespace)\n")
+			} else {
+				fmt.Fprintf(a.stdout, "  child subreaper        %s\n", yes(r.Subreaper))
+			}
 			for _, m := range r.Missing {
 				fmt.Fprintf(a.stdout, "  missing: %s\n", m)
 			}
