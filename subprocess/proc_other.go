@@ -44,6 +44,7 @@ func pidsCgroupParent() string                      { return "" }
 func newCgroup(string, string, int) (string, error) { return "", nil }
 func removeCgroup(string)                           {}
 func joinCgroup(string) error                       { return nil }
+func moveToCgroup(string, int) error                { return nil }
 
 func alive(int) bool { return false }
 

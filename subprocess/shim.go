@@ -74,9 +74,10 @@ func MaybeRunShim() {
 	var err error
 	if os.Args[2] == "-" {
 		// A warm shim: started ahead of time, it waits for its
-		// configuration on stdin, then stdin is closed. It joins its
-		// cgroup (os.Args[3]) first: a cgroup v1 move waits for an RCU
-		// grace period, which is better spent before the start.
+		// configuration on stdin, then stdin is closed. It joins the
+		// cgroup os.Args[3] first, if one is named; the adapter's warm
+		// shims name none: the host moves them while they start (see
+		// prestart) and sends the configuration once they are in.
 		if len(os.Args) > 3 && os.Args[3] != "" {
 			if err := joinCgroup(os.Args[3]); err != nil {
 				fmt.Fprintf(os.Stderr, "toolhost shim: cgroup: %v\n", err)

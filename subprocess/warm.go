@@ -25,6 +25,10 @@ type warmShim struct {
 	lifeline int           // the shim's lifeline descriptor
 	scratch  string
 	g        *group
+	// joined reports the host's move of the shim into its pids cgroup
+	// (nil without one); the configuration, and with it the plugin's
+	// start, waits for it.
+	joined chan error
 }
 
 // prestart starts a warm shim for the pinned binary b.
@@ -47,7 +51,7 @@ func (a *Adapter) prestart(b *pinnedBinary) (*warmShim, error) {
 		}
 		w.g.cgroup = dir
 	}
-	cmd := exec.Command(a.cfg.ShimPath, shimArg, "-", w.g.cgroup)
+	cmd := exec.Command(a.cfg.ShimPath, shimArg, "-", "") // the host moves it into its cgroup
 	cmd.Env = []string{}
 	cmd.Dir = scratch
 	cmd.SysProcAttr = sysProcAttr(a.hard.PIDNamespace)
@@ -73,6 +77,15 @@ func (a *Adapter) prestart(b *pinnedBinary) (*warmShim, error) {
 	}
 	w.cmd = cmd
 	w.g.root, w.g.pgid = cmd.Process.Pid, cmd.Process.Pid
+	if w.g.cgroup != "" {
+		// A cgroup v1 move can wait for an RCU grace period (measured
+		// here: ~20 ms when no move happened just before). Made by the
+		// host now, it overlaps the shim's own start (the Go runtime and
+		// package initialisation of the host binary, ~10 ms) instead of
+		// following it.
+		w.joined = make(chan error, 1)
+		go func(dir string, pid int) { w.joined <- moveToCgroup(dir, pid) }(w.g.cgroup, cmd.Process.Pid)
+	}
 	w.exited = make(chan struct{})
 	go waitExit(w.g.root, w.exited)
 	return w, nil
@@ -81,6 +94,13 @@ func (a *Adapter) prestart(b *pinnedBinary) (*warmShim, error) {
 // launch sends the shim its configuration: from now on it becomes the
 // plugin.
 func (w *warmShim) launch(cfg *shimConfig) error {
+	if w.joined != nil {
+		err := <-w.joined
+		w.joined <- err // for a second look (discard)
+		if err != nil {
+			return fmt.Errorf("pids cgroup: %w", err)
+		}
+	}
 	cfg.Cgroup = "" // joined while waiting
 	cfg.Dir = w.scratch
 	cfg.FD, cfg.Lifeline = 3, w.lifeline
