@@ -257,9 +257,17 @@ func (t *commandTool) run(ctx context.Context, args commandArgs, cwd string, mou
 			shell = "/bin/bash"
 		}
 	}
+	command := args.Command
+	if t.readOnly {
+		// checkReadOnly sees words before bash expands globs: a file
+		// named "-o" or "--output=x" must not become an option of
+		// "sort *". Ignored by globs, such names stay reachable as
+		// ./-o. (Setting GLOBIGNORE turns dotglob on; ".*" turns it off.)
+		command = "GLOBIGNORE='-*:.*'\n" + command
+	}
 	ro, rw := mountDirs(mounts)
 	ls := &launchSpec{
-		Exe: shell, Args: []string{"-c", args.Command},
+		Exe: shell, Args: []string{"-c", command},
 		Env: baseEnv(scratch, envNames(&t.spec)), Dir: cwd, Scratch: scratch,
 		ReadOnly: ro, ReadWrite: rw,
 		CPUSeconds: a.cfg.CPUSeconds,

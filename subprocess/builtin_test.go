@@ -209,14 +209,29 @@ func TestBashReadOnly(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "copy")); err == nil {
 		t.Fatal("copy written")
 	}
+	// A file name that looks like an option never reaches a program
+	// through a glob (cat would read "-n" as its option and number the
+	// lines); it stays reachable by a path.
+	if err := os.WriteFile(filepath.Join(ws, "-n"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for cmd, want := range map[string]string{"cat *": "alpha\nbeta\ngamma\n", "ls ./-n": "./-n\n", "echo '$HOME'": "$HOME\n"} {
+		res, err := shellCall(t, tool, map[string]any{"command": cmd})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.TextContent(); got != "Exit code: 0\n--- stdout ---\n"+want+"--- stderr ---\n" {
+			t.Errorf("%s: got %q", cmd, got)
+		}
+	}
 }
 
 func TestCheckReadOnly(t *testing.T) {
 	allowed := []string{
 		"ls -la", "cat a.txt", "grep -rn 'foo; bar' .", "find . -name '*.go' -type f", "wc -l *.go",
 		"head -n 5 f", "tail -f=x f", "cat f | grep x | sort | head", "grep x f 2>/dev/null",
-		"grep x f 2>&1 | head", "ls > /dev/null", "cat < input.txt", `grep "a|b" f`, `echo "$HOME"`,
-		`echo ${HOME}`, `find . \( -name a -o -name b \)`, "sort -n f", "ls a{b,c}",
+		"grep x f 2>&1 | head", "ls > /dev/null", "cat < input.txt", `grep "a|b" f`, `echo '$HOME'`,
+		`find . \( -name a -o -name b \)`, "sort -n f", `ls "a{b,c}"`, `grep 'x{2}' f`,
 		"sort --numeric-sort --unique f", "sort -rn -k2 f", "grep -o x f", "tree -a -L 2", "file -b f", "sort -- f",
 	}
 	for _, c := range allowed {
@@ -242,7 +257,7 @@ func TestCheckReadOnly(t *testing.T) {
 		"cat <(ls)":             "process substitution",
 		"cat <<EOF":             "heredocs",
 		"(ls)":                  "subshells",
-		"{ ls; }":               "subshells",
+		"{ ls; }":               "command groups",
 		"find . -exec rm x \\;": "-exec",
 		"find . -delete":        "-delete",
 		"sort -o out f":         "-o",
@@ -256,13 +271,22 @@ func TestCheckReadOnly(t *testing.T) {
 		"tree -ao F":                 "-o",
 		"file -bC":                   "-C",
 		"file --comp":                "--compile",
-		"LD_PRELOAD=x.so cat f":      "environment assignment",
-		"ls\nrm x":                   "newline",
-		"cat 'unterminated":          "unterminated quote",
-		"":                           "empty command",
-		"ls |":                       "empty pipeline stage",
-		"xargs rm":                   `the program "xargs"`,
-		"env rm x":                   `the program "env"`,
+		"tree -R":                    "-R",
+		// expansions happen after the check: no '$', no braces
+		"find . ${X:--exec} sh -c id \\;": "expansions",
+		"find . $'-exec' sh -c id \\;":    "expansions",
+		`sort $"-o" out in`:               "expansions",
+		`echo "$HOME"`:                    "expansions",
+		"echo ${HOME}":                    "expansions",
+		`sort ""{-o,out} in`:              "brace expansion",
+		"ls a{b,c}":                       "brace expansion",
+		"LD_PRELOAD=x.so cat f":           "environment assignment",
+		"ls\nrm x":                        "newline",
+		"cat 'unterminated":               "unterminated quote",
+		"":                                "empty command",
+		"ls |":                            "empty pipeline stage",
+		"xargs rm":                        `the program "xargs"`,
+		"env rm x":                        `the program "env"`,
 	}
 	for c, want := range refused {
 		err := checkReadOnly(c)

@@ -503,12 +503,12 @@ func removeCgroup(dir string) {
 	}
 }
 
-// joinCgroup moves the calling process (the shim) into a cgroup.
 // moveToCgroup moves the process pid (and its threads) into the cgroup dir.
 func moveToCgroup(dir string, pid int) error {
 	return os.WriteFile(dir+"/cgroup.procs", []byte(strconv.Itoa(pid)), 0o644)
 }
 
+// joinCgroup moves the calling process (the shim) into a cgroup.
 func joinCgroup(dir string) error {
 	if dir == "" {
 		return nil

@@ -16,7 +16,7 @@ var readOnlyCommands = map[string][]string{
 	"cut":  nil, "tr": nil, "diff": nil, "cmp": nil, "basename": nil, "dirname": nil,
 	"realpath": nil, "readlink": nil, "sha256sum": nil, "md5sum": nil, "nl": nil,
 	"file": {"-C", "--compile"},
-	"tree": {"-o"},
+	"tree": {"-o", "-R"}, // -R writes 00Tree.html files, through system() in older versions
 	"true": nil, "false": nil,
 }
 
@@ -94,6 +94,8 @@ func checkReadOnly(line string) error {
 					return refuse("command substitution (`...`)")
 				case rs[j] == '$' && j+1 < len(rs) && rs[j+1] == '(':
 					return refuse("command substitution ($(...))")
+				case rs[j] == '$':
+					return refuse("expansions ('$'): write the value out, or put a literal '$' in single quotes")
 				}
 			}
 			if j >= len(rs) {
@@ -129,18 +131,19 @@ func checkReadOnly(line string) error {
 		case '`':
 			return refuse("command substitution (`...`)")
 		case '$':
+			// Parameter, arithmetic and $'...' expansions happen after
+			// this check: "${X:--exec}" would become an option it never
+			// saw.
 			if next(1) == '(' {
 				return refuse("command substitution ($(...))")
 			}
-			word.WriteRune(c)
-			inWord = true
-		case '(', ')', '{', '}':
-			if c == '{' && inWord || c == '}' && inWord {
-				// brace in a word ("${HOME}", "a{b,c}") is expansion, not a group
-				word.WriteRune(c)
-				continue
-			}
-			return refuse(fmt.Sprintf("'%c' (subshells and command groups)", c))
+			return refuse("expansions ('$'): write the value out, or put a literal '$' in single quotes")
+		case '(', ')':
+			return refuse(fmt.Sprintf("'%c' (subshells)", c))
+		case '{', '}':
+			// A group, or brace expansion, which could make an option of
+			// its words (""{-o,out}): quote braces meant literally.
+			return refuse(fmt.Sprintf("'%c' (command groups and brace expansion; quote a literal brace)", c))
 		case '<':
 			if next(1) == '(' {
 				return refuse("process substitution (<(...))")

@@ -103,8 +103,15 @@ func runShim(cfg *shimConfig) error {
 		if ws.Signaled() {
 			sig := ws.Signal()
 			// Past its soft CPU limit a plugin that ignores SIGXCPU (Go
-			// programs do) is killed at the hard limit: say which limit.
-			if sig == unix.SIGKILL && cfg.CPUSeconds > 0 && cpuTime(&ru) >= time.Duration(cfg.CPUSeconds)*time.Second {
+			// programs do) is killed at the hard one: say which limit.
+			// The rusage counts the children the plugin reaped too (its
+			// own time is not readable here: /proc is the host's, the
+			// plugin's pid the namespace's), so another SIGKILL of a
+			// plugin whose children used as much could be taken for
+			// this; the host's own kills carry their reason and are not
+			// affected.
+			hard := time.Duration(cfg.CPUSeconds+cpuGrace) * time.Second
+			if sig == unix.SIGKILL && cfg.CPUSeconds > 0 && cpuTime(&ru) >= hard-100*time.Millisecond {
 				sig = unix.SIGXCPU
 			}
 			os.Exit(128 + int(sig))

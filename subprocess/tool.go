@@ -42,6 +42,7 @@ type pluginTool struct {
 	cur      *proc
 	spare    *warmShim // a shim started ahead of the next start
 	warming  bool
+	spareGen int // counts dropSpare calls: a spare warmed across one is dropped
 	failures int
 	retryAt  time.Time
 	lastErr  error
@@ -617,11 +618,13 @@ func (t *pluginTool) warmSpare() {
 		return
 	}
 	t.warming = true
+	gen := t.spareGen
 	go func() {
 		w, err := t.a.prestart(t.bin)
 		t.mu.Lock()
 		t.warming = false
-		if err == nil && (t.closed || t.spare != nil) {
+		// Dropped while it was warming (the idle stop, Close): not wanted.
+		if err == nil && (t.closed || t.spare != nil || t.spareGen != gen) {
 			t.mu.Unlock()
 			w.discard()
 			return
@@ -638,6 +641,7 @@ func (t *pluginTool) warmSpare() {
 
 // dropSpare discards the spare shim. t.mu is held.
 func (t *pluginTool) dropSpare() {
+	t.spareGen++ // and the one being warmed, if any
 	if w := t.spare; w != nil {
 		t.spare = nil
 		go w.discard()

@@ -96,7 +96,7 @@ func (a *Adapter) prestart(b *pinnedBinary) (*warmShim, error) {
 func (w *warmShim) launch(cfg *shimConfig) error {
 	if w.joined != nil {
 		err := <-w.joined
-		w.joined <- err // for a second look (discard)
+		w.joined <- err // for discard, which looks too
 		if err != nil {
 			return fmt.Errorf("pids cgroup: %w", err)
 		}
@@ -117,6 +117,12 @@ func (w *warmShim) launch(cfg *shimConfig) error {
 
 // discard kills an unused warm shim.
 func (w *warmShim) discard() {
+	if w.joined != nil {
+		// The move must not outlive the shim: its pid, once reaped, could
+		// be another process's by the time the move is made.
+		err := <-w.joined
+		w.joined <- err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = w.stdin.Close()

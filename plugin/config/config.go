@@ -452,6 +452,9 @@ func (d *decoder) decodeTool(t *rawTool, cfg *Config) (plugin.Spec, bool) {
 		spec.Source = d.subprocessSource(t.Subprocess[0])
 		spec.Capabilities.Subprocess = true
 		spec.Capabilities.Env = t.Subprocess[0].Env
+		if spec.Source.Builtin == "shell.exec" && spec.Tier != 0 && spec.Tier != plugin.TierPrivileged {
+			d.errorf(t.TierRange, "Tier too low for shell.exec", "shell.exec runs any command: its tier is privileged and cannot be lowered to %s. Remove tier, or set approval = \"never\" to run its calls without asking.", spec.Tier)
+		}
 	case len(t.Go) == 1:
 		spec.Source = plugin.Source{Kind: "go"}
 		if t.Go[0].Tool != nil {

@@ -82,3 +82,27 @@ tool "p" {
 		})
 	}
 }
+
+// TestShellExecTier: shell.exec's tier cannot be lowered below privileged;
+// the configuration check says so at the tier attribute.
+func TestShellExecTier(t *testing.T) {
+	dir := t.TempDir()
+	for tier, bad := range map[string]bool{"": false, `tier = "privileged"`: false, `tier = "read_only"`: true, `tier = "side_effecting"`: true} {
+		src := "grants {\n  capabilities = [\"tool.exec.subprocess\"]\n}\ntool \"shell.exec\" {\n  " + tier + "\n  subprocess {\n    builtin = \"shell.exec\"\n  }\n}\n"
+		file := filepath.Join(dir, "config.hcl")
+		if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, diags := config.Load(file)
+		if !bad {
+			if diags.HasErrors() {
+				t.Errorf("%q: %v", tier, diags)
+			}
+			continue
+		}
+		errs := diags.Errs()
+		if len(errs) != 1 || !strings.Contains(errs[0].Error(), "Tier too low for shell.exec") || !strings.Contains(errs[0].Error(), "config.hcl:5,") {
+			t.Errorf("%q: want one diagnostic at the tier attribute (line 5), got %v", tier, diags)
+		}
+	}
+}
