@@ -43,58 +43,56 @@ func wantCode(t *testing.T, err error, code plugin.Code, limit string) {
 	}
 }
 
-func TestHostileForkBomb(t *testing.T) {
+// inEveryMode runs fn with an adapter in each pidns × pids-cgroup mode
+// this machine offers (mod sets the case's limits), skipping the others.
+func inEveryMode(t *testing.T, mod func(*Config), fn func(t *testing.T, a *Adapter)) {
 	for _, v := range []struct{ pidns, cgroup bool }{{true, true}, {false, true}, {true, false}, {false, false}} {
 		t.Run(fmt.Sprintf("pidns=%t,cgroup=%t", v.pidns, v.cgroup), func(t *testing.T) {
 			a := newTestAdapter(t, func(c *Config) {
-				c.MaxProcesses = 16
+				mod(c)
 				c.NoPIDNamespace = !v.pidns
 				c.NoPIDsCgroup = !v.cgroup
 			})
 			if h := a.Hardening(); v.pidns && !h.PIDNamespace || v.cgroup && !h.PIDsCgroup {
 				t.Skipf("not available here: %+v", h)
 			}
-			ok := healthy(t, a)
-			mark := newMark(t)
-			s := testSpec(testPluginSum(), "forkbomb", "serve", mark)
-			s.Limits.Memory = 1 << 30
-			tool := load(t, a, s)
-			_, err := call(t, tool, `{}`, 15*time.Second)
-			wantCode(t, err, plugin.CodeLimitExceeded, "processes")
-			assertNoneLeft(t, mark, 3*time.Second)
-			mustServe(t, ok)
-			a.Close()
-			assertNoneLeft(t, mark, 3*time.Second)
+			fn(t, a)
 		})
 	}
 }
 
+func TestHostileForkBomb(t *testing.T) {
+	inEveryMode(t, func(c *Config) { c.MaxProcesses = 16 }, func(t *testing.T, a *Adapter) {
+		ok := healthy(t, a)
+		mark := newMark(t)
+		s := testSpec(testPluginSum(), "forkbomb", "serve", mark)
+		s.Limits.Memory = 1 << 30
+		tool := load(t, a, s)
+		_, err := call(t, tool, `{}`, 15*time.Second)
+		wantCode(t, err, plugin.CodeLimitExceeded, "processes")
+		assertNoneLeft(t, mark, 3*time.Second)
+		mustServe(t, ok)
+		a.Close()
+		assertNoneLeft(t, mark, 3*time.Second)
+	})
+}
+
 func TestHostileThreadBomb(t *testing.T) {
-	for _, v := range []struct{ pidns, cgroup bool }{{true, true}, {false, true}, {true, false}, {false, false}} {
-		t.Run(fmt.Sprintf("pidns=%t,cgroup=%t", v.pidns, v.cgroup), func(t *testing.T) {
-			a := newTestAdapter(t, func(c *Config) {
-				c.MaxThreads = 150
-				c.NoPIDNamespace = !v.pidns
-				c.NoPIDsCgroup = !v.cgroup
-			})
-			if h := a.Hardening(); v.pidns && !h.PIDNamespace || v.cgroup && !h.PIDsCgroup {
-				t.Skipf("not available here: %+v", h)
-			}
-			ok := healthy(t, a)
-			mark := newMark(t)
-			tool := load(t, a, testSpec(testPluginSum(), "threadbomb", "serve", mark))
-			_, err := call(t, tool, `{}`, 15*time.Second)
-			wantCode(t, err, plugin.CodeLimitExceeded, "threads")
-			assertNoneLeft(t, mark, 3*time.Second)
-			mustServe(t, ok)
-			// The tool restarts and is contained again.
-			_, err = call(t, tool, `{}`, 15*time.Second)
-			wantCode(t, err, plugin.CodeLimitExceeded, "threads")
-			assertNoneLeft(t, mark, 3*time.Second)
-			a.Close()
-			assertNoneLeft(t, mark, 3*time.Second)
-		})
-	}
+	inEveryMode(t, func(c *Config) { c.MaxThreads = 150 }, func(t *testing.T, a *Adapter) {
+		ok := healthy(t, a)
+		mark := newMark(t)
+		tool := load(t, a, testSpec(testPluginSum(), "threadbomb", "serve", mark))
+		_, err := call(t, tool, `{}`, 15*time.Second)
+		wantCode(t, err, plugin.CodeLimitExceeded, "threads")
+		assertNoneLeft(t, mark, 3*time.Second)
+		mustServe(t, ok)
+		// The tool restarts and is contained again.
+		_, err = call(t, tool, `{}`, 15*time.Second)
+		wantCode(t, err, plugin.CodeLimitExceeded, "threads")
+		assertNoneLeft(t, mark, 3*time.Second)
+		a.Close()
+		assertNoneLeft(t, mark, 3*time.Second)
+	})
 }
 
 func TestHostileSetsidDoubleFork(t *testing.T) {
