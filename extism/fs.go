@@ -147,6 +147,13 @@ func (r *rootFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileM
 		of |= os.O_TRUNC
 	}
 	p := rootPath(path)
+	if p == "." && flag == experimentalsys.O_RDONLY {
+		// The mount itself, as wazero opens it for a preopen the first
+		// time the guest asks about it (fd_prestat_get, which a guest
+		// calls for every mount to learn its name): a directory, opened
+		// when first used.
+		return newMountDir(r), 0
+	}
 	if flag&experimentalsys.O_NOFOLLOW != 0 {
 		if st, e := r.Lstat(p); e == 0 && st.Mode&fs.ModeSymlink != 0 {
 			return nil, experimentalsys.ELOOP
@@ -316,13 +323,13 @@ type oneFS struct {
 func (o *oneFS) Open(name string) (fs.File, error) {
 	if f := o.first; f != nil {
 		o.first = nil
-		return listingFile{f}, nil
+		return &listingFile{f: f}, nil
 	}
 	f, err := o.root.Open(name)
 	if err != nil {
 		return nil, err
 	}
-	return listingFile{f}, nil
+	return &listingFile{f: f}, nil
 }
 
 // listingFile is an *os.File without its Readdir method, so that wazero's
@@ -331,15 +338,28 @@ func (o *oneFS) Open(name string) (fs.File, error) {
 // its inode number, one system call per entry that a guest listing a
 // directory or walking a tree does not need. Entries then come with inode
 // number 0, which WASI allows ("not available"); a guest that needs the
-// number stats the entry.
-type listingFile struct{ f *os.File }
+// number stats the entry. On Linux ReadDir reads the directory itself
+// (dirents_linux.go): os.File.ReadDir stats every entry of a directory
+// opened through an os.Root, even when getdents gave its type.
+type listingFile struct {
+	f  *os.File
+	ds direntState
+}
 
-func (l listingFile) Stat() (fs.FileInfo, error)                { return l.f.Stat() }
-func (l listingFile) Read(b []byte) (int, error)                { return l.f.Read(b) }
-func (l listingFile) ReadAt(b []byte, off int64) (int, error)   { return l.f.ReadAt(b, off) }
-func (l listingFile) Seek(off int64, whence int) (int64, error) { return l.f.Seek(off, whence) }
-func (l listingFile) ReadDir(n int) ([]fs.DirEntry, error)      { return l.f.ReadDir(n) }
-func (l listingFile) Close() error                              { return l.f.Close() }
+func (l *listingFile) Stat() (fs.FileInfo, error)              { return l.f.Stat() }
+func (l *listingFile) Read(b []byte) (int, error)              { return l.f.Read(b) }
+func (l *listingFile) ReadAt(b []byte, off int64) (int, error) { return l.f.ReadAt(b, off) }
+func (l *listingFile) Close() error                            { return l.f.Close() }
+
+// Seek moves the file offset; rewinding a directory also drops the
+// entries read ahead of the guest.
+func (l *listingFile) Seek(off int64, whence int) (int64, error) {
+	n, err := l.f.Seek(off, whence)
+	if err == nil {
+		l.ds.reset()
+	}
+	return n, err
+}
 
 func newRootFile(r *rootFS, p string, f *os.File, appendMode bool) (experimentalsys.File, experimentalsys.Errno) {
 	inner, e := (&sysfs.AdaptFS{FS: &oneFS{root: r.root, first: f}}).OpenFile(p, experimentalsys.O_RDONLY, 0)
@@ -415,3 +435,116 @@ func (f *rootFile) Sync() experimentalsys.Errno { return errno(f.f.Sync()) }
 
 // Datasync implements experimentalsys.File.
 func (f *rootFile) Datasync() experimentalsys.Errno { return errno(f.f.Sync()) }
+
+// mountDir is a mount's top directory, opened on the host only when the
+// guest uses it: wazero opens every preopen to answer fd_prestat_get, an
+// openat and an fstat per mount and call that most calls never use. It is
+// a directory because os.OpenRoot opened it as one. Until it is opened the
+// embedded File is wazero's UnimplementedFile; Seek, the one method
+// promoted from it rather than written here (a method named Seek must
+// have io.Seeker's signature for go vet), is only asked of a directory to
+// rewind a listing it has already read (fd_seek refuses directories).
+type mountDir struct {
+	experimentalsys.File
+	fs     *rootFS
+	opened bool
+}
+
+func newMountDir(r *rootFS) *mountDir {
+	return &mountDir{File: experimentalsys.UnimplementedFile{}, fs: r}
+}
+
+func (d *mountDir) file() (experimentalsys.File, experimentalsys.Errno) {
+	if !d.opened {
+		f, err := d.fs.root.OpenFile(".", os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		if err != nil {
+			return nil, errno(err)
+		}
+		inner, e := newRootFile(d.fs, ".", f, false)
+		if e != 0 {
+			return nil, e
+		}
+		d.File, d.opened = inner, true
+	}
+	return d.File, 0
+}
+
+func (d *mountDir) IsDir() (bool, experimentalsys.Errno)     { return true, 0 }
+func (d *mountDir) IsAppend() bool                           { return false }
+func (d *mountDir) SetAppend(bool) experimentalsys.Errno     { return experimentalsys.EISDIR }
+func (d *mountDir) Read([]byte) (int, experimentalsys.Errno) { return 0, experimentalsys.EISDIR }
+func (d *mountDir) Pread([]byte, int64) (int, experimentalsys.Errno) {
+	return 0, experimentalsys.EISDIR
+}
+func (d *mountDir) Write([]byte) (int, experimentalsys.Errno) { return 0, experimentalsys.EISDIR }
+func (d *mountDir) Pwrite([]byte, int64) (int, experimentalsys.Errno) {
+	return 0, experimentalsys.EISDIR
+}
+func (d *mountDir) Truncate(int64) experimentalsys.Errno { return experimentalsys.EISDIR }
+
+func (d *mountDir) Dev() (uint64, experimentalsys.Errno) {
+	f, e := d.file()
+	if e != 0 {
+		return 0, e
+	}
+	return f.Dev()
+}
+
+func (d *mountDir) Ino() (sys.Inode, experimentalsys.Errno) {
+	f, e := d.file()
+	if e != 0 {
+		return 0, e
+	}
+	return f.Ino()
+}
+
+func (d *mountDir) Stat() (sys.Stat_t, experimentalsys.Errno) {
+	f, e := d.file()
+	if e != 0 {
+		return sys.Stat_t{}, e
+	}
+	return f.Stat()
+}
+
+func (d *mountDir) Readdir(n int) ([]experimentalsys.Dirent, experimentalsys.Errno) {
+	f, e := d.file()
+	if e != 0 {
+		return nil, e
+	}
+	return f.Readdir(n)
+}
+
+func (d *mountDir) Sync() experimentalsys.Errno {
+	f, e := d.file()
+	if e != 0 {
+		return e
+	}
+	return f.Sync()
+}
+
+func (d *mountDir) Datasync() experimentalsys.Errno {
+	f, e := d.file()
+	if e != 0 {
+		return e
+	}
+	return f.Datasync()
+}
+
+func (d *mountDir) Utimens(atim, mtim int64) experimentalsys.Errno {
+	if d.fs.readOnly {
+		return experimentalsys.EROFS
+	}
+	f, e := d.file()
+	if e != 0 {
+		return e
+	}
+	return f.Utimens(atim, mtim)
+}
+
+func (d *mountDir) Close() experimentalsys.Errno {
+	if !d.opened {
+		return 0
+	}
+	d.opened = false
+	return d.File.Close()
+}

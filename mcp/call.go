@@ -36,9 +36,9 @@ const maxRounds = 8
 // callState is what one MCP tool call knows about approvals and answers. It
 // travels in the context given to Host.Invoke, where [Approver] finds it.
 type callState struct {
-	session   *sdk.ServerSession
-	canElicit bool
-	legacy    bool // the client takes server-initiated elicitation requests
+	session *sdk.ServerSession
+	req     *sdk.CallToolRequest
+	legacy  bool // the client takes server-initiated elicitation requests
 	st        *roundState
 
 	mu      sync.Mutex
@@ -91,8 +91,17 @@ func Approver(fallback plugin.Approver) plugin.Approver {
 	})
 }
 
+// canElicit reports whether the client takes form elicitations. It is
+// asked only when a call needs an approval or an answer: the SDK decodes
+// the capabilities from the request's _meta anew on every asking, a
+// noticeable part of a plain call's cost.
+func (cs *callState) canElicit() bool {
+	caps := cs.req.ClientCapabilities()
+	return caps != nil && caps.Elicitation != nil && (caps.Elicitation.Form != nil || caps.Elicitation.URL == nil)
+}
+
 func (cs *callState) approve(ctx context.Context, req plugin.ApprovalRequest) (bool, error) {
-	if !cs.canElicit {
+	if !cs.canElicit() {
 		return false, fmt.Errorf("%w: the MCP client does not support elicitation", plugin.ErrCannotAsk)
 	}
 	p := &pendingApproval{Tool: req.Tool, Args: hashArgs(req.Arguments), Description: req.Description, Tier: req.Tier.String(), Arguments: string(req.Arguments)}
@@ -188,11 +197,10 @@ func (s *Server) call(ctx context.Context, name string, req *sdk.CallToolRequest
 	if err != nil {
 		return errorResult(plugin.Errorf(plugin.CodeInvalidRequest, "%v", err))
 	}
-	caps := req.ClientCapabilities()
 	cs := &callState{
-		session:   req.Session,
-		canElicit: caps != nil && caps.Elicitation != nil && (caps.Elicitation.Form != nil || caps.Elicitation.URL == nil),
-		legacy:    req.ProtocolVersion() < protocolMRTR,
+		session: req.Session,
+		req:     req,
+		legacy:  req.ProtocolVersion() < protocolMRTR,
 	}
 	argHash := hashArgs(args)
 	if rs := req.Params.RequestState; rs != "" {
@@ -240,7 +248,7 @@ func (s *Server) call(ctx context.Context, name string, req *sdk.CallToolRequest
 			return s.inputRequired(st, inputApproval, approvalElicitation(pending))
 		}
 		q := res.NeedsInput
-		if q == nil || !cs.canElicit || declined || round >= maxRounds {
+		if q == nil || declined || !cs.canElicit() || round >= maxRounds {
 			return toResult(res, err)
 		}
 		ep := questionElicitation(q)

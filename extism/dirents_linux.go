@@ -1,0 +1,213 @@
+package extism
+
+import (
+	"encoding/binary"
+	"io"
+	"io/fs"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// direntState holds what one getdents call returned and the guest has not
+// taken yet.
+type direntState struct {
+	buf  []byte
+	pos  int // next record in buf
+	end  int // bytes of records in buf
+	done bool
+}
+
+func (d *direntState) reset() { d.pos, d.end, d.done = 0, 0, false }
+
+// The layout of struct linux_dirent64: d_ino u64, d_off s64, d_reclen
+// u16, d_type u8, then the NUL-terminated name.
+const (
+	direntReclen = int(unsafe.Offsetof(syscall.Dirent{}.Reclen))
+	direntType   = int(unsafe.Offsetof(syscall.Dirent{}.Type))
+	direntName   = int(unsafe.Offsetof(syscall.Dirent{}.Name))
+)
+
+// ReadDir returns up to n entries (all when n <= 0) with the names and
+// types getdents gives, as fs.ReadDirFile does. Only an entry whose type
+// the filesystem does not report (DT_UNKNOWN) is examined with fstatat,
+// relative to this directory and without following a symbolic link: the
+// name is one element the directory itself returned, so it cannot lead
+// outside it.
+func (l *listingFile) ReadDir(n int) ([]fs.DirEntry, error) {
+	d := &l.ds
+	var out []fs.DirEntry
+	for n <= 0 || len(out) < n {
+		if d.pos >= d.end {
+			if d.done {
+				break
+			}
+			if err := l.fill(); err != nil {
+				return out, err
+			}
+			continue
+		}
+		rec := d.buf[d.pos:d.end]
+		reclen := int(binary.NativeEndian.Uint16(rec[direntReclen:]))
+		if reclen < direntName || reclen > len(rec) {
+			return out, &fs.PathError{Op: "readdirent", Path: l.f.Name(), Err: syscall.EIO}
+		}
+		d.pos += reclen
+		name := rec[direntName:reclen]
+		for i, c := range name {
+			if c == 0 {
+				name = name[:i]
+				break
+			}
+		}
+		if len(name) == 0 || string(name) == "." || string(name) == ".." {
+			continue
+		}
+		e := &dirent{name: string(name), typ: direntMode(rec[direntType]), dir: l}
+		if rec[direntType] == syscall.DT_UNKNOWN {
+			if err := e.lstat(l); err != nil {
+				if err == syscall.ENOENT {
+					continue // removed since the listing
+				}
+				return out, &fs.PathError{Op: "lstat", Path: e.name, Err: err}
+			}
+		}
+		out = append(out, e)
+	}
+	if n > 0 && len(out) == 0 {
+		return nil, io.EOF
+	}
+	return out, nil
+}
+
+// fill reads the next batch of records.
+func (l *listingFile) fill() error {
+	d := &l.ds
+	if d.buf == nil {
+		d.buf = make([]byte, 8<<10)
+	}
+	rc, err := l.f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var got int
+	var rerr error
+	if err := rc.Read(func(fd uintptr) bool {
+		got, rerr = syscall.ReadDirent(int(fd), d.buf)
+		return rerr != syscall.EAGAIN
+	}); err != nil {
+		return err
+	}
+	if rerr != nil {
+		return &fs.PathError{Op: "readdirent", Path: l.f.Name(), Err: rerr}
+	}
+	d.pos, d.end, d.done = 0, got, got == 0
+	return nil
+}
+
+// direntMode is the fs.FileMode type bits of a getdents d_type.
+func direntMode(t uint8) fs.FileMode {
+	switch t {
+	case syscall.DT_DIR:
+		return fs.ModeDir
+	case syscall.DT_LNK:
+		return fs.ModeSymlink
+	case syscall.DT_FIFO:
+		return fs.ModeNamedPipe
+	case syscall.DT_SOCK:
+		return fs.ModeSocket
+	case syscall.DT_CHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case syscall.DT_BLK:
+		return fs.ModeDevice
+	}
+	return 0 // DT_REG, and DT_UNKNOWN until lstat says
+}
+
+// dirent is one entry of a listingFile: its name and type; Info examines
+// it only when asked.
+type dirent struct {
+	name string
+	typ  fs.FileMode
+	dir  *listingFile
+	st   *unix.Stat_t
+}
+
+func (e *dirent) Name() string      { return e.name }
+func (e *dirent) IsDir() bool       { return e.typ.IsDir() }
+func (e *dirent) Type() fs.FileMode { return e.typ }
+
+func (e *dirent) Info() (fs.FileInfo, error) {
+	if e.st == nil {
+		if e.dir == nil {
+			return nil, &fs.PathError{Op: "lstat", Path: e.name, Err: syscall.EBADF}
+		}
+		if err := e.lstat(e.dir); err != nil {
+			return nil, &fs.PathError{Op: "lstat", Path: e.name, Err: err}
+		}
+	}
+	return direntInfo{e}, nil
+}
+
+// lstat examines the entry relative to its directory, without following a
+// final symbolic link.
+func (e *dirent) lstat(l *listingFile) error {
+	e.dir = l
+	rc, err := l.f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var st unix.Stat_t
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = unix.Fstatat(int(fd), e.name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return serr
+	}
+	e.st = &st
+	e.typ = statMode(st.Mode) & fs.ModeType
+	return nil
+}
+
+// statMode converts st_mode to an fs.FileMode.
+func statMode(m uint32) fs.FileMode {
+	mode := fs.FileMode(m & 0o777)
+	switch m & syscall.S_IFMT {
+	case syscall.S_IFDIR:
+		mode |= fs.ModeDir
+	case syscall.S_IFLNK:
+		mode |= fs.ModeSymlink
+	case syscall.S_IFIFO:
+		mode |= fs.ModeNamedPipe
+	case syscall.S_IFSOCK:
+		mode |= fs.ModeSocket
+	case syscall.S_IFCHR:
+		mode |= fs.ModeDevice | fs.ModeCharDevice
+	case syscall.S_IFBLK:
+		mode |= fs.ModeDevice
+	}
+	if m&syscall.S_ISUID != 0 {
+		mode |= fs.ModeSetuid
+	}
+	if m&syscall.S_ISGID != 0 {
+		mode |= fs.ModeSetgid
+	}
+	if m&syscall.S_ISVTX != 0 {
+		mode |= fs.ModeSticky
+	}
+	return mode
+}
+
+type direntInfo struct{ e *dirent }
+
+func (i direntInfo) Name() string       { return i.e.name }
+func (i direntInfo) Size() int64        { return i.e.st.Size }
+func (i direntInfo) Mode() fs.FileMode  { return statMode(i.e.st.Mode) }
+func (i direntInfo) ModTime() time.Time { return time.Unix(i.e.st.Mtim.Unix()) }
+func (i direntInfo) IsDir() bool        { return i.Mode().IsDir() }
+func (i direntInfo) Sys() any           { return i.e.st }

@@ -1,0 +1,13 @@
+//go:build !linux
+
+package extism
+
+import "io/fs"
+
+// direntState is empty where ReadDir is os.File's own.
+type direntState struct{}
+
+func (*direntState) reset() {}
+
+// ReadDir lists the directory with os.File.ReadDir.
+func (l *listingFile) ReadDir(n int) ([]fs.DirEntry, error) { return l.f.ReadDir(n) }
