@@ -39,7 +39,7 @@ type callState struct {
 	session *sdk.ServerSession
 	req     *sdk.CallToolRequest
 	legacy  bool // the client takes server-initiated elicitation requests
-	st        *roundState
+	st      *roundState
 
 	mu      sync.Mutex
 	pending *pendingApproval // an approval to ask for (multi round-trip)
