@@ -52,7 +52,7 @@ func (l *listingFile) ReadDir(n int) ([]fs.DirEntry, error) {
 		rec := d.buf[d.pos:d.end]
 		reclen := int(binary.NativeEndian.Uint16(rec[direntReclen:]))
 		if reclen < direntName || reclen > len(rec) {
-			return out, &fs.PathError{Op: "readdirent", Path: l.f.Name(), Err: syscall.EIO}
+			return out, &fs.PathError{Op: "readdirent", Path: l.path(), Err: syscall.EIO}
 		}
 		d.pos += reclen
 		name := rec[direntName:reclen]
@@ -88,23 +88,38 @@ func (l *listingFile) fill() error {
 	if d.buf == nil {
 		d.buf = make([]byte, 8<<10)
 	}
+	var got int
+	if err := l.control(func(fd int) (err error) {
+		got, err = unix.ReadDirent(fd, d.buf)
+		return err
+	}); err != nil {
+		return &fs.PathError{Op: "readdirent", Path: l.path(), Err: err}
+	}
+	d.pos, d.end, d.done = 0, got, got == 0
+	return nil
+}
+
+// control runs fn with the file's descriptor.
+func (l *listingFile) control(fn func(fd int) error) error {
+	if l.f == nil {
+		return fn(l.fd)
+	}
 	rc, err := l.f.SyscallConn()
 	if err != nil {
 		return err
 	}
-	var got int
-	var rerr error
-	if err := rc.Read(func(fd uintptr) bool {
-		got, rerr = syscall.ReadDirent(int(fd), d.buf)
-		return rerr != syscall.EAGAIN
-	}); err != nil {
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
 		return err
 	}
-	if rerr != nil {
-		return &fs.PathError{Op: "readdirent", Path: l.f.Name(), Err: rerr}
+	return ferr
+}
+
+func (l *listingFile) path() string {
+	if l.f == nil {
+		return l.name
 	}
-	d.pos, d.end, d.done = 0, got, got == 0
-	return nil
+	return l.f.Name()
 }
 
 // direntMode is the fs.FileMode type bits of a getdents d_type.
@@ -155,19 +170,11 @@ func (e *dirent) Info() (fs.FileInfo, error) {
 // final symbolic link.
 func (e *dirent) lstat(l *listingFile) error {
 	e.dir = l
-	rc, err := l.f.SyscallConn()
-	if err != nil {
-		return err
-	}
 	var st unix.Stat_t
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		serr = unix.Fstatat(int(fd), e.name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	if err := l.control(func(fd int) error {
+		return unix.Fstatat(fd, e.name, &st, unix.AT_SYMLINK_NOFOLLOW)
 	}); err != nil {
 		return err
-	}
-	if serr != nil {
-		return serr
 	}
 	e.st = &st
 	e.typ = statMode(st.Mode) & fs.ModeType

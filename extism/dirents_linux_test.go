@@ -9,6 +9,8 @@ import (
 	"slices"
 	"syscall"
 	"testing"
+
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 )
 
 // TestListingReadDir: the getdents listing gives the names and types
@@ -148,5 +150,101 @@ func TestListingUnknownType(t *testing.T) {
 	}
 	if _, err := (&dirent{name: "x"}).Info(); err == nil {
 		t.Error("Info without a directory: no error")
+	}
+}
+
+// TestOpenPlain: a file opened as a bare descriptor reads, seeks and
+// stats as an os.File would; a final symbolic link, a directory outside
+// the mount and a missing file are left to os.Root (nil), and through
+// rootFS.OpenFile a link inside the mount is followed and one out of it
+// refused.
+func TestOpenPlain(t *testing.T) {
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	content := []byte("line one\nline two\n")
+	if err := os.WriteFile(filepath.Join(dir, "sub", "f.txt"), content, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("f.txt", filepath.Join(dir, "sub", "in")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(dir, "sub", "out")); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rootFS{root: root, readOnly: true}
+	defer func() { r.close(); root.Close() }()
+
+	h := r.openPlain("sub/f.txt")
+	if h == nil || h.f != nil {
+		t.Fatalf("openPlain(sub/f.txt) = %+v, want a bare descriptor", h)
+	}
+	buf := make([]byte, 64)
+	n, err := h.Read(buf)
+	if err != nil || string(buf[:n]) != string(content) {
+		t.Fatalf("Read: %q, %v", buf[:n], err)
+	}
+	if n, err := h.Read(buf); n != 0 || err != io.EOF {
+		t.Fatalf("Read at the end: %d, %v; want io.EOF", n, err)
+	}
+	if n, err := h.ReadAt(buf[:3], 5); n != 3 || err != nil || string(buf[:3]) != "one" {
+		t.Fatalf("ReadAt: %q, %v", buf[:n], err)
+	}
+	if n, err := h.ReadAt(buf, 10); err != io.EOF || string(buf[:n]) != "ine two\n" {
+		t.Fatalf("ReadAt past the end: %q, %v; want the rest and io.EOF", buf[:n], err)
+	}
+	if off, err := h.Seek(5, io.SeekStart); off != 5 || err != nil {
+		t.Fatalf("Seek: %d, %v", off, err)
+	}
+	if n, _ := h.Read(buf[:3]); string(buf[:n]) != "one" {
+		t.Fatalf("Read after Seek: %q", buf[:n])
+	}
+	fi, err := h.Stat()
+	if err != nil || fi.Name() != "f.txt" || fi.Size() != int64(len(content)) || fi.Mode() != 0o640 || fi.IsDir() {
+		t.Fatalf("Stat: %v %v %v %v, %v", fi.Name(), fi.Size(), fi.Mode(), fi.IsDir(), err)
+	}
+	if _, err := h.Write([]byte("x")); err == nil {
+		t.Error("Write to a descriptor opened for reading: no error")
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(); err == nil {
+		t.Error("second Close: no error")
+	}
+
+	for _, p := range []string{"sub/in", "sub/out", "sub/missing", "../" + filepath.Base(outside) + "/secret"} {
+		if h := r.openPlain(p); h != nil {
+			h.Close()
+			t.Errorf("openPlain(%s) opened it; want it left to os.Root", p)
+		}
+	}
+	if f, e := r.OpenFile("sub/in", experimentalsys.O_RDONLY, 0); e != 0 {
+		t.Errorf("a link inside the mount: %v", e)
+	} else {
+		f.Close()
+	}
+	if f, e := r.OpenFile("sub/out", experimentalsys.O_RDONLY, 0); e == 0 {
+		f.Close()
+		t.Error("a link out of the mount was opened")
+	}
+	// A directory opened without O_DIRECTORY lists through its descriptor.
+	if d := r.openPlain("sub"); d == nil {
+		t.Error("openPlain(sub) = nil")
+	} else {
+		entries, err := d.ReadDir(-1)
+		d.Close()
+		if err != nil || len(entries) != 3 {
+			t.Errorf("listing sub: %d entries, %v; want 3", len(entries), err)
+		}
 	}
 }

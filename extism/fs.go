@@ -32,6 +32,12 @@ type rootFS struct {
 	// os.Root's walk from the mount down for every name. See sub.
 	subName string
 	sub     *os.Root
+
+	// The directory the last file was opened from by openPlain
+	// (plainopen_linux.go), held open as a descriptor to open its
+	// entries relative to; dropped with sub.
+	plainName string
+	plainDir  *os.File
 }
 
 // subdir returns the directory holding p (a path within the mount, as
@@ -73,6 +79,7 @@ func (r *rootFS) dropSub() {
 		r.sub.Close()
 		r.sub, r.subName = nil, ""
 	}
+	r.dropPlainDir()
 }
 
 // close releases what the filesystem holds open besides its root.
@@ -159,6 +166,11 @@ func (r *rootFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileM
 			return nil, experimentalsys.ELOOP
 		}
 	}
+	if !writes && flag&experimentalsys.O_DIRECTORY == 0 {
+		if h := r.openPlain(p); h != nil {
+			return newRootFile(r, p, h, false)
+		}
+	}
 	var f *os.File
 	var err error
 	if sub, name, ok := r.subdir(p); ok && !writes {
@@ -176,7 +188,7 @@ func (r *rootFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileM
 			return nil, experimentalsys.ENOTDIR
 		}
 	}
-	return newRootFile(r, p, f, of&os.O_APPEND != 0)
+	return newRootFile(r, p, &listingFile{f: f}, of&os.O_APPEND != 0)
 }
 
 // Lstat implements experimentalsys.FS.
@@ -306,7 +318,7 @@ func (r *rootFS) Utimens(path string, atim, mtim int64) experimentalsys.Errno {
 // *os.File); reads are counted and writes refused on read-only mounts here.
 type rootFile struct {
 	experimentalsys.File
-	f        *os.File
+	f        *listingFile
 	readOnly bool
 	append   bool
 	meter    *instance
@@ -317,13 +329,13 @@ type rootFile struct {
 // rewind it).
 type oneFS struct {
 	root  *os.Root
-	first *os.File
+	first *listingFile
 }
 
 func (o *oneFS) Open(name string) (fs.File, error) {
 	if f := o.first; f != nil {
 		o.first = nil
-		return &listingFile{f: f}, nil
+		return f, nil
 	}
 	f, err := o.root.Open(name)
 	if err != nil {
@@ -341,27 +353,93 @@ func (o *oneFS) Open(name string) (fs.File, error) {
 // number stats the entry. On Linux ReadDir reads the directory itself
 // (dirents_linux.go): os.File.ReadDir stats every entry of a directory
 // opened through an os.Root, even when getdents gave its type.
+//
+// A file openPlain opened read-only is a bare descriptor instead (f nil,
+// fd set; plainopen_linux.go): no os.File, which costs a failed epoll
+// registration, a finalizer and locking on every open, read and close.
 type listingFile struct {
-	f  *os.File
-	ds direntState
+	f    *os.File
+	fd   int
+	name string
+	ds   direntState
 }
 
-func (l *listingFile) Stat() (fs.FileInfo, error)              { return l.f.Stat() }
-func (l *listingFile) Read(b []byte) (int, error)              { return l.f.Read(b) }
-func (l *listingFile) ReadAt(b []byte, off int64) (int, error) { return l.f.ReadAt(b, off) }
-func (l *listingFile) Close() error                            { return l.f.Close() }
+func (l *listingFile) Stat() (fs.FileInfo, error) {
+	if l.f == nil {
+		return l.plainStat()
+	}
+	return l.f.Stat()
+}
+
+func (l *listingFile) Read(b []byte) (int, error) {
+	if l.f == nil {
+		return l.plainRead(b)
+	}
+	return l.f.Read(b)
+}
+
+func (l *listingFile) ReadAt(b []byte, off int64) (int, error) {
+	if l.f == nil {
+		return l.plainReadAt(b, off)
+	}
+	return l.f.ReadAt(b, off)
+}
+
+func (l *listingFile) Close() error {
+	if l.f == nil {
+		return l.plainClose()
+	}
+	return l.f.Close()
+}
 
 // Seek moves the file offset; rewinding a directory also drops the
 // entries read ahead of the guest.
 func (l *listingFile) Seek(off int64, whence int) (int64, error) {
-	n, err := l.f.Seek(off, whence)
+	var n int64
+	var err error
+	if l.f == nil {
+		n, err = l.plainSeek(off, whence)
+	} else {
+		n, err = l.f.Seek(off, whence)
+	}
 	if err == nil {
 		l.ds.reset()
 	}
 	return n, err
 }
 
-func newRootFile(r *rootFS, p string, f *os.File, appendMode bool) (experimentalsys.File, experimentalsys.Errno) {
+// A bare descriptor is open for reading only.
+var errReadOnlyFile = syscall.EBADF
+
+func (l *listingFile) Write(b []byte) (int, error) {
+	if l.f == nil {
+		return 0, errReadOnlyFile
+	}
+	return l.f.Write(b)
+}
+
+func (l *listingFile) WriteAt(b []byte, off int64) (int, error) {
+	if l.f == nil {
+		return 0, errReadOnlyFile
+	}
+	return l.f.WriteAt(b, off)
+}
+
+func (l *listingFile) Truncate(size int64) error {
+	if l.f == nil {
+		return errReadOnlyFile
+	}
+	return l.f.Truncate(size)
+}
+
+func (l *listingFile) Sync() error {
+	if l.f == nil {
+		return l.plainSync()
+	}
+	return l.f.Sync()
+}
+
+func newRootFile(r *rootFS, p string, f *listingFile, appendMode bool) (experimentalsys.File, experimentalsys.Errno) {
 	inner, e := (&sysfs.AdaptFS{FS: &oneFS{root: r.root, first: f}}).OpenFile(p, experimentalsys.O_RDONLY, 0)
 	if e != 0 {
 		f.Close()
@@ -460,7 +538,7 @@ func (d *mountDir) file() (experimentalsys.File, experimentalsys.Errno) {
 		if err != nil {
 			return nil, errno(err)
 		}
-		inner, e := newRootFile(d.fs, ".", f, false)
+		inner, e := newRootFile(d.fs, ".", &listingFile{f: f}, false)
 		if e != 0 {
 			return nil, e
 		}
