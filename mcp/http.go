@@ -46,6 +46,12 @@ type HTTPOptions struct {
 	MaxConcurrentTotal int
 	// SessionTimeout closes sessions idle that long (default 30m).
 	SessionTimeout time.Duration
+	// MaxSessions caps the sessions open at once (default 256): every
+	// POST without an Mcp-Session-Id opens one, which lives until the
+	// client ends it (DELETE) or it is idle for SessionTimeout. Past the
+	// cap such a POST gets 503 with Retry-After; requests of open
+	// sessions are served as before.
+	MaxSessions int
 }
 
 func (o HTTPOptions) withDefaults() HTTPOptions {
@@ -61,6 +67,9 @@ func (o HTTPOptions) withDefaults() HTTPOptions {
 	if o.SessionTimeout <= 0 {
 		o.SessionTimeout = 30 * time.Minute
 	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = 256
+	}
 	return o
 }
 
@@ -75,7 +84,14 @@ func (s *Server) newGuard(opts HTTPOptions) *guard {
 		SessionTimeout:      opts.SessionTimeout,
 		MaxRequestBodyBytes: opts.MaxBodyBytes,
 	})
-	return &guard{opts: opts, next: inner, log: s.log, inflight: map[string]int{}, idle: closedChan()}
+	sessions := func() int {
+		n := 0
+		for range s.sdk.Sessions() {
+			n++
+		}
+		return n
+	}
+	return &guard{opts: opts, next: inner, log: s.log, sessions: sessions, inflight: map[string]int{}, idle: closedChan()}
 }
 
 func closedChan() chan struct{} {
@@ -92,7 +108,10 @@ type guard struct {
 		Warn(string, ...any)
 	}
 
+	sessions func() int // sessions open
+
 	mu       sync.Mutex
+	opening  int // POSTs without a session id being served: sessions about to open
 	inflight map[string]int
 	total    int           // requests in flight, all clients
 	posts    int           // POSTs being served
@@ -170,6 +189,16 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	if r.Header.Get("Mcp-Session-Id") == "" {
+		// The SDK opens a session for every POST without one.
+		if !g.openSession() {
+			g.log.Warn("refused a new session: too many open", "max_sessions", g.opts.MaxSessions, "remote", r.RemoteAddr)
+			w.Header().Set("Retry-After", "5")
+			httpError(w, http.StatusServiceUnavailable, fmt.Sprintf("too many open sessions (at most %d): end one (DELETE with its Mcp-Session-Id) or wait until idle ones expire", g.opts.MaxSessions))
+			return
+		}
+		defer g.sessionOpened()
+	}
 	ids, parsed := requestIDs(body)
 	if parsed && len(ids) == 0 {
 		// Notifications and answers to the server's own requests
@@ -192,6 +221,26 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w = newAnswerWriter(w, ids, release)
 	}
 	g.next.ServeHTTP(w, r)
+}
+
+// openSession reserves room for the session a POST without a session id
+// opens; false when MaxSessions are open or about to be.
+func (g *guard) openSession() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.sessions()+g.opening >= g.opts.MaxSessions {
+		return false
+	}
+	g.opening++
+	return true
+}
+
+// sessionOpened ends the reservation: the session is open (and counted by
+// g.sessions) or was never made.
+func (g *guard) sessionOpened() {
+	g.mu.Lock()
+	g.opening--
+	g.mu.Unlock()
 }
 
 func (g *guard) acquire(key string) bool {

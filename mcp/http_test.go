@@ -330,3 +330,52 @@ func TestHTTPSequentialClientNeverBusy(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPMaxSessions: past MaxSessions a POST that would open a session
+// gets 503 with Retry-After; the open sessions are served as before, a
+// request that opens no lasting session takes no place, and ending a
+// session makes room.
+func TestHTTPMaxSessions(t *testing.T) {
+	th := newTestHost(t)
+	url, _ := httpServer(t, newServer(t, th.Host), mcp.HTTPOptions{MaxSessions: 2})
+	open := func() (string, *http.Response, string) {
+		resp, body := post(t, url, initBody, nil)
+		return resp.Header.Get("Mcp-Session-Id"), resp, body
+	}
+	var sids []string
+	for i := range 2 {
+		sid, resp, body := open()
+		if resp.StatusCode != http.StatusOK || sid == "" {
+			t.Fatalf("session %d: %d %s", i, resp.StatusCode, body)
+		}
+		sids = append(sids, sid)
+	}
+	_, resp, body := open()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(body, "too many open sessions (at most 2)") {
+		t.Fatalf("third session: %d, Retry-After %q: %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	hdr := map[string]string{"Mcp-Session-Id": sids[0], "Mcp-Protocol-Version": "2025-11-25"}
+	if resp, body := post(t, url, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, hdr); resp.StatusCode != http.StatusOK || !strings.Contains(body, "fx_echo") {
+		t.Fatalf("an open session at the cap: %d %s", resp.StatusCode, body)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, url, nil)
+	req.Header.Set("Mcp-Session-Id", sids[0])
+	dr, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dr.Body.Close()
+	// A request outside any session is answered (with an error) and its
+	// session closed at once: it leaves the freed place free.
+	for range 3 {
+		if resp, body := post(t, url, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, nil); resp.StatusCode == http.StatusServiceUnavailable {
+			t.Fatalf("a request outside any session with a place free: %d %s", resp.StatusCode, body)
+		}
+	}
+	if sid, resp, body := open(); resp.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("a session after one ended: %d %s", resp.StatusCode, body)
+	}
+	if _, resp, _ := open(); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("past the cap again: %d, want 503", resp.StatusCode)
+	}
+}

@@ -27,6 +27,8 @@ type serveFlags struct {
 	maxBody       string
 	maxConcurrent int
 	maxTotal      int
+	maxSessions   int
+	sessionIdle   time.Duration
 	grace         time.Duration
 }
 
@@ -61,6 +63,8 @@ func (a *app) serveCommand() *cobra.Command {
 	fl.StringVar(&f.maxBody, "max-body", "4MiB", "largest request body accepted (HTTP)")
 	fl.IntVar(&f.maxConcurrent, "max-concurrent", 8, "requests one client may have in flight (HTTP)")
 	fl.IntVar(&f.maxTotal, "max-concurrent-total", 64, "requests all clients together may have in flight (HTTP)")
+	fl.IntVar(&f.maxSessions, "max-sessions", 256, "sessions open at once; past it a new client gets 503 (HTTP)")
+	fl.DurationVar(&f.sessionIdle, "session-idle", 30*time.Minute, "end a session idle this long (HTTP)")
 	fl.DurationVar(&f.grace, "grace", 10*time.Second, "on shutdown, how long calls in flight may run before they are cancelled")
 	return cmd
 }
@@ -116,7 +120,13 @@ func hostOf(addr string) string {
 }
 
 func (f serveFlags) httpOptions() (mcp.HTTPOptions, error) {
-	o := mcp.HTTPOptions{AllowedHosts: f.allowHosts, AllowedOrigins: f.allowOrigins, MaxConcurrent: f.maxConcurrent, MaxConcurrentTotal: f.maxTotal}
+	o := mcp.HTTPOptions{AllowedHosts: f.allowHosts, AllowedOrigins: f.allowOrigins, MaxConcurrent: f.maxConcurrent, MaxConcurrentTotal: f.maxTotal, MaxSessions: f.maxSessions, SessionTimeout: f.sessionIdle}
+	if f.maxSessions < 1 {
+		return o, fmt.Errorf("--max-sessions must be at least 1, not %d", f.maxSessions)
+	}
+	if f.sessionIdle <= 0 {
+		return o, fmt.Errorf("--session-idle must be positive, not %v", f.sessionIdle)
+	}
 	n, err := plugin.ParseSize(f.maxBody)
 	if err != nil {
 		return o, fmt.Errorf("--max-body: %w", err)

@@ -262,9 +262,11 @@ func TestServeFlags(t *testing.T) {
 		{"serve", "--stdio", "--http", ":0"},
 		{"serve", "--http", ":0", "--token-env", "TOOLHOST_NO_SUCH_VAR"},
 		{"serve", "--http", ":0", "--max-body", "lots"},
+		{"serve", "--http", ":0", "--max-sessions", "0"},
+		{"serve", "--http", ":0", "--session-idle", "0s"},
 	} {
 		r := runCLI(t, "", append(args, "--config=testdata/cli.hcl")...)
-		if r.code != exitUsage || r.stderr == "" {
+		if r.code != exitUsage || r.stderr == "" || (len(args) == 5 && !strings.Contains(r.stderr, args[3])) {
 			t.Errorf("%v: exit %d, stderr %q", args, r.code, r.stderr)
 		}
 	}
