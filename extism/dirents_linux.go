@@ -122,6 +122,19 @@ func (l *listingFile) path() string {
 	return l.f.Name()
 }
 
+// sysStat is st as a *syscall.Stat_t, the type os.File.Stat's Sys gives
+// and wazero reads a file's inode, device and times from. Both mirror the
+// kernel's struct stat for the architecture; the sizes are checked below.
+func sysStat(st *unix.Stat_t) *syscall.Stat_t {
+	return (*syscall.Stat_t)(unsafe.Pointer(st))
+}
+
+// Compile-time check that the two stat structures have the same size.
+var (
+	_ [unsafe.Sizeof(unix.Stat_t{}) - unsafe.Sizeof(syscall.Stat_t{})]byte
+	_ [unsafe.Sizeof(syscall.Stat_t{}) - unsafe.Sizeof(unix.Stat_t{})]byte
+)
+
 // direntMode is the fs.FileMode type bits of a getdents d_type.
 func direntMode(t uint8) fs.FileMode {
 	switch t {
@@ -147,7 +160,7 @@ type dirent struct {
 	name string
 	typ  fs.FileMode
 	dir  *listingFile
-	st   *unix.Stat_t
+	st   *syscall.Stat_t // what wazero reads inode, device and times from
 }
 
 func (e *dirent) Name() string      { return e.name }
@@ -176,7 +189,7 @@ func (e *dirent) lstat(l *listingFile) error {
 	}); err != nil {
 		return err
 	}
-	e.st = &st
+	e.st = sysStat(&st)
 	e.typ = statMode(st.Mode) & fs.ModeType
 	return nil
 }

@@ -116,6 +116,9 @@ func TestListingReadDir(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if st, ok := info.Sys().(*syscall.Stat_t); !ok || st.Ino != ref.Sys().(*syscall.Stat_t).Ino {
+			t.Errorf("%s: Info().Sys() = %#v, want its *syscall.Stat_t", e.Name(), info.Sys())
+		}
 		if info.Name() != ref.Name() || info.Mode() != ref.Mode() || info.Size() != ref.Size() || !info.ModTime().Equal(ref.ModTime()) {
 			t.Errorf("%s: Info %v %v %d %v, Lstat %v %v %d %v", e.Name(),
 				info.Name(), info.Mode(), info.Size(), info.ModTime(), ref.Name(), ref.Mode(), ref.Size(), ref.ModTime())
@@ -211,6 +214,14 @@ func TestOpenPlain(t *testing.T) {
 	fi, err := h.Stat()
 	if err != nil || fi.Name() != "f.txt" || fi.Size() != int64(len(content)) || fi.Mode() != 0o640 || fi.IsDir() {
 		t.Fatalf("Stat: %v %v %v %v, %v", fi.Name(), fi.Size(), fi.Mode(), fi.IsDir(), err)
+	}
+	ref, err := os.Stat(filepath.Join(dir, "sub", "f.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// wazero takes inode, device and times from a *syscall.Stat_t.
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Ino != ref.Sys().(*syscall.Stat_t).Ino || st.Dev != ref.Sys().(*syscall.Stat_t).Dev || st.Ino == 0 {
+		t.Errorf("Stat().Sys() = %#v, want the file's *syscall.Stat_t", fi.Sys())
 	}
 	if _, err := h.Write([]byte("x")); err == nil {
 		t.Error("Write to a descriptor opened for reading: no error")

@@ -63,8 +63,8 @@ func (r *rootFS) dropPlainDir() {
 }
 
 func (l *listingFile) plainStat() (fs.FileInfo, error) {
-	var st unix.Stat_t
-	if err := ignoringEINTR(func() error { return unix.Fstat(l.fd, &st) }); err != nil {
+	var st syscall.Stat_t
+	if err := ignoringEINTR(func() error { return syscall.Fstat(l.fd, &st) }); err != nil {
 		return nil, &fs.PathError{Op: "stat", Path: l.name, Err: err}
 	}
 	return direntInfo{&dirent{name: path.Base(l.name), st: &st}}, nil
