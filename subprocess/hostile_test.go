@@ -658,7 +658,18 @@ func TestBackoffReleasesTheTool(t *testing.T) {
 		_, err := tool.Call(context.Background(), &plugin.Request{ID: "w", Name: tool.Descriptor().Name, Arguments: json.RawMessage(`{}`)})
 		waiting <- err
 	}()
-	time.Sleep(100 * time.Millisecond) // let it reach the backoff
+	pt := tool.(*pluginTool)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		pt.mu.Lock()
+		n := pt.backoffs
+		pt.mu.Unlock()
+		if n == 1 {
+			break // the call waits out the backoff, without the lock
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second call never reached the restart backoff")
+		}
+	}
 	done := make(chan struct{})
 	go func() {
 		if avail, why := tool.(plugin.Availability).Available(); avail || !strings.Contains(why, "restarting in") {

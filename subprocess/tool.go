@@ -46,6 +46,7 @@ type pluginTool struct {
 	failures int
 	retryAt  time.Time
 	lastErr  error
+	backoffs int // calls waiting out the restart backoff (tests watch it)
 	closed   bool
 	done     chan struct{} // closed when closed is set
 }
@@ -320,6 +321,7 @@ func (t *pluginTool) acquire(ctx context.Context) (*proc, error) {
 		// Wait out the backoff without the lock (Close, the idle stop
 		// and other callers need it), then look again: another caller
 		// may have started the plugin meanwhile.
+		t.backoffs++
 		t.mu.Unlock()
 		var err error
 		select {
@@ -329,6 +331,7 @@ func (t *pluginTool) acquire(ctx context.Context) (*proc, error) {
 			err = ctx.Err()
 		}
 		t.mu.Lock()
+		t.backoffs--
 		if err != nil {
 			return nil, err
 		}
