@@ -45,15 +45,22 @@ func (l *listingFile) ReadDir(n int) ([]fs.DirEntry, error) {
 				break
 			}
 			if err := l.fill(); err != nil {
-				return out, err
+				if len(out) > 0 {
+					return out, nil // the error comes again with the next call
+				}
+				return nil, err
 			}
 			continue
 		}
 		rec := d.buf[d.pos:d.end]
+		if len(rec) < direntName {
+			return l.failed(out, d.end, &fs.PathError{Op: "readdirent", Path: l.path(), Err: syscall.EIO})
+		}
 		reclen := int(binary.NativeEndian.Uint16(rec[direntReclen:]))
 		if reclen < direntName || reclen > len(rec) {
-			return out, &fs.PathError{Op: "readdirent", Path: l.path(), Err: syscall.EIO}
+			return l.failed(out, d.end, &fs.PathError{Op: "readdirent", Path: l.path(), Err: syscall.EIO})
 		}
+		start := d.pos
 		d.pos += reclen
 		name := rec[direntName:reclen]
 		for i, c := range name {
@@ -71,7 +78,8 @@ func (l *listingFile) ReadDir(n int) ([]fs.DirEntry, error) {
 				if err == syscall.ENOENT {
 					continue // removed since the listing
 				}
-				return out, &fs.PathError{Op: "lstat", Path: e.name, Err: err}
+				d.pos = start
+				return l.failed(out, d.pos+reclen, &fs.PathError{Op: "lstat", Path: e.name, Err: err})
 			}
 		}
 		out = append(out, e)
@@ -80,6 +88,18 @@ func (l *listingFile) ReadDir(n int) ([]fs.DirEntry, error) {
 		return nil, io.EOF
 	}
 	return out, nil
+}
+
+// failed ends a ReadDir that met err. Entries already taken are returned
+// without it (wazero drops the entries that come with an error) and the
+// failing record is met again by the next call, which returns err and
+// moves past it to next, so a caller that goes on loses nothing else.
+func (l *listingFile) failed(out []fs.DirEntry, next int, err error) ([]fs.DirEntry, error) {
+	if len(out) > 0 {
+		return out, nil
+	}
+	l.ds.pos = next
+	return nil, err
 }
 
 // fill reads the next batch of records.

@@ -65,7 +65,10 @@ func (r *rootFS) subdir(p string) (*os.Root, string, bool) {
 	if dir == "." {
 		return nil, "", false // the mount's own root does it in one step
 	}
-	r.dropSub()
+	if r.sub != nil {
+		r.sub.Close()
+		r.sub, r.subName = nil, ""
+	}
 	sub, err := r.root.OpenRoot(dir)
 	if err != nil {
 		return nil, "", false
@@ -74,6 +77,9 @@ func (r *rootFS) subdir(p string) (*os.Root, string, bool) {
 	return sub, name, true
 }
 
+// dropSub forgets the directories held open by name (sub and openPlain's):
+// after a rename, a removal or a new symbolic link, a name may lead
+// elsewhere.
 func (r *rootFS) dropSub() {
 	if r.sub != nil {
 		r.sub.Close()
@@ -84,6 +90,18 @@ func (r *rootFS) dropSub() {
 
 // close releases what the filesystem holds open besides its root.
 func (r *rootFS) close() { r.dropSub() }
+
+// readFlags are the flags of a read-only open. Opened non-blocking, os.File
+// skips putting the descriptor into non-blocking mode and back (four fcntl
+// calls per open; a search over thousands of files spends much of its time
+// there). Reads of regular files and directories are unaffected; a FIFO
+// without a writer reads as empty instead of blocking the call.
+func readFlags() int {
+	if runtime.GOOS == "windows" {
+		return os.O_RDONLY
+	}
+	return os.O_RDONLY | syscall.O_NONBLOCK
+}
 
 func rootPath(p string) string {
 	p = strings.TrimPrefix(p, "/")
@@ -136,13 +154,8 @@ func (r *rootFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileM
 	if flag&experimentalsys.O_APPEND != 0 {
 		of |= os.O_APPEND
 	}
-	if !writes && runtime.GOOS != "windows" {
-		// Opened non-blocking, os.File skips putting the descriptor into
-		// non-blocking mode and back (four fcntl calls per open; a search
-		// over thousands of files spends much of its time there). Reads of
-		// regular files and directories are unaffected; a FIFO without a
-		// writer reads as empty instead of blocking the call.
-		of |= syscall.O_NONBLOCK
+	if !writes {
+		of = readFlags()
 	}
 	if flag&experimentalsys.O_CREAT != 0 {
 		of |= os.O_CREATE
@@ -276,6 +289,7 @@ func (r *rootFS) Unlink(path string) experimentalsys.Errno {
 	if fi.IsDir() {
 		return experimentalsys.EISDIR
 	}
+	r.dropSub() // the name may have been a symbolic link to a directory
 	return errno(r.root.Remove(p))
 }
 
@@ -293,6 +307,7 @@ func (r *rootFS) Symlink(oldPath, linkName string) experimentalsys.Errno {
 	if r.readOnly {
 		return experimentalsys.EROFS
 	}
+	r.dropSub()
 	return errno(r.root.Symlink(oldPath, rootPath(linkName)))
 }
 
@@ -534,7 +549,7 @@ func newMountDir(r *rootFS) *mountDir {
 
 func (d *mountDir) file() (experimentalsys.File, experimentalsys.Errno) {
 	if !d.opened {
-		f, err := d.fs.root.OpenFile(".", os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		f, err := d.fs.root.OpenFile(".", readFlags(), 0)
 		if err != nil {
 			return nil, errno(err)
 		}
@@ -623,6 +638,7 @@ func (d *mountDir) Close() experimentalsys.Errno {
 	if !d.opened {
 		return 0
 	}
-	d.opened = false
-	return d.File.Close()
+	f := d.File
+	d.File, d.opened = experimentalsys.UnimplementedFile{}, false
+	return f.Close()
 }

@@ -36,10 +36,10 @@ const maxRounds = 8
 // callState is what one MCP tool call knows about approvals and answers. It
 // travels in the context given to Host.Invoke, where [Approver] finds it.
 type callState struct {
-	session *sdk.ServerSession
-	req     *sdk.CallToolRequest
-	legacy  bool // the client takes server-initiated elicitation requests
-	st      *roundState
+	session   *sdk.ServerSession
+	canElicit func() bool // the client takes form elicitations (decoded once, when first asked)
+	legacy    bool        // the client takes server-initiated elicitation requests
+	st        *roundState
 
 	mu      sync.Mutex
 	pending *pendingApproval // an approval to ask for (multi round-trip)
@@ -89,15 +89,6 @@ func Approver(fallback plugin.Approver) plugin.Approver {
 		}
 		return cs.approve(ctx, req)
 	})
-}
-
-// canElicit reports whether the client takes form elicitations. It is
-// asked only when a call needs an approval or an answer: the SDK decodes
-// the capabilities from the request's _meta anew on every asking, a
-// noticeable part of a plain call's cost.
-func (cs *callState) canElicit() bool {
-	caps := cs.req.ClientCapabilities()
-	return caps != nil && caps.Elicitation != nil && (caps.Elicitation.Form != nil || caps.Elicitation.URL == nil)
 }
 
 func (cs *callState) approve(ctx context.Context, req plugin.ApprovalRequest) (bool, error) {
@@ -199,8 +190,14 @@ func (s *Server) call(ctx context.Context, name string, req *sdk.CallToolRequest
 	}
 	cs := &callState{
 		session: req.Session,
-		req:     req,
-		legacy:  req.ProtocolVersion() < protocolMRTR,
+		// Asked only when a call needs an approval or an answer: the SDK
+		// decodes the capabilities from the request's _meta anew on every
+		// asking, a noticeable part of a plain call's cost.
+		canElicit: sync.OnceValue(func() bool {
+			caps := req.ClientCapabilities()
+			return caps != nil && caps.Elicitation != nil && (caps.Elicitation.Form != nil || caps.Elicitation.URL == nil)
+		}),
+		legacy: req.ProtocolVersion() < protocolMRTR,
 	}
 	argHash := hashArgs(args)
 	if rs := req.Params.RequestState; rs != "" {

@@ -197,7 +197,11 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			httpError(w, http.StatusServiceUnavailable, fmt.Sprintf("too many open sessions (at most %d): end one (DELETE with its Mcp-Session-Id) or wait until idle ones expire", g.opts.MaxSessions))
 			return
 		}
-		defer g.sessionOpened()
+		// The SDK registers the new session before it writes the answer's
+		// headers: from then on Sessions counts it.
+		opened := sync.OnceFunc(g.sessionOpened)
+		defer opened()
+		w = &firstWrite{ResponseWriter: w, fn: opened}
 	}
 	ids, parsed := requestIDs(body)
 	if parsed && len(ids) == 0 {
@@ -316,6 +320,32 @@ type answerWriter struct {
 	pending map[string]bool
 	release func()
 }
+
+// firstWrite calls fn when the answer's headers are written.
+type firstWrite struct {
+	http.ResponseWriter
+	fn func()
+}
+
+func (f *firstWrite) WriteHeader(code int) {
+	f.fn()
+	f.ResponseWriter.WriteHeader(code)
+}
+
+func (f *firstWrite) Write(p []byte) (int, error) {
+	f.fn()
+	return f.ResponseWriter.Write(p)
+}
+
+// Flush implements http.Flusher (the SDK flushes every event).
+func (f *firstWrite) Flush() {
+	if fl, ok := f.ResponseWriter.(http.Flusher); ok {
+		fl.Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (f *firstWrite) Unwrap() http.ResponseWriter { return f.ResponseWriter }
 
 func newAnswerWriter(w http.ResponseWriter, ids []string, release func()) *answerWriter {
 	a := &answerWriter{ResponseWriter: w, pending: make(map[string]bool, len(ids)), release: release}

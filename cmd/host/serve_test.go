@@ -301,3 +301,15 @@ func TestServeStopsOnSignal(t *testing.T) {
 		t.Errorf("stopping an idle server took %s", d)
 	}
 }
+
+// The session flags reach the HTTP options.
+func TestServeSessionFlags(t *testing.T) {
+	f := serveFlags{maxBody: "1MiB", maxConcurrent: 3, maxTotal: 9, maxSessions: 7, sessionIdle: 90 * time.Second}
+	o, err := f.httpOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.MaxSessions != 7 || o.SessionTimeout != 90*time.Second || o.MaxConcurrent != 3 || o.MaxConcurrentTotal != 9 || o.MaxBodyBytes != 1<<20 {
+		t.Errorf("options: %+v", o)
+	}
+}
