@@ -57,7 +57,7 @@ func Errorf(code, format string, args ...any) *Error {
 // from.
 type Set struct {
 	paths []string
-	fds   map[string]int32 // WASI preopen of each mount (wasip1)
+	fds   []int32 // WASI preopen of each of paths, -1 if none (wasip1)
 }
 
 // New returns a Set of the given guest paths (absolute; cleaned here).
@@ -140,17 +140,28 @@ func (s Set) Resolve(p string) (Path, *Error) {
 
 // mountOf returns the innermost mount containing abs.
 func (s Set) mountOf(abs string) (string, bool) {
-	best := ""
-	for _, m := range s.paths {
-		if within(m, abs) && len(m) > len(best) {
-			best = m
-		}
+	if i := s.mountIndex(abs); i >= 0 {
+		return s.paths[i], true
 	}
-	return best, best != ""
+	return "", false
 }
 
+// mountIndex returns the index in paths of the innermost mount holding
+// abs, or -1.
+func (s Set) mountIndex(abs string) int {
+	best := -1
+	for i, m := range s.paths {
+		if within(m, abs) && (best < 0 || len(m) > len(s.paths[best])) {
+			best = i
+		}
+	}
+	return best
+}
+
+// within reports whether p is dir or lies below it. It allocates nothing:
+// a search asks it several times for every file.
 func within(dir, p string) bool {
-	return p == dir || strings.HasPrefix(p, dir+"/")
+	return p == dir || len(p) > len(dir) && p[len(dir)] == '/' && p[:len(dir)] == dir
 }
 
 // Display returns abs as a model should see it: relative to the

@@ -104,3 +104,27 @@ func FuzzResolve(f *testing.F) {
 		}
 	})
 }
+
+func TestWithin(t *testing.T) {
+	for _, c := range []struct {
+		dir, p string
+		want   bool
+	}{
+		{"/workspace", "/workspace", true},
+		{"/workspace", "/workspace/a/b", true},
+		{"/workspace", "/workspacex", false},
+		{"/workspace", "/workspacex/a", false},
+		{"/workspace", "/work", false},
+		{"/workspace", "/", false},
+		{"/workspace/kb", "/workspace", false},
+		{"/", "/", true},
+		{"/", "//x", true},
+	} {
+		if got := within(c.dir, c.p); got != c.want {
+			t.Errorf("within(%q, %q) = %v, want %v", c.dir, c.p, got, c.want)
+		}
+		if got, old := within(c.dir, c.p), c.p == c.dir || strings.HasPrefix(c.p, c.dir+"/"); got != old {
+			t.Errorf("within(%q, %q) = %v, the allocating form says %v", c.dir, c.p, got, old)
+		}
+	}
+}

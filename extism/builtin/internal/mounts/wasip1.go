@@ -48,9 +48,15 @@ func Discover() Set {
 		fds = append(fds, fd)
 	}
 	s := New(names...)
-	s.fds = map[string]int32{}
-	for i, n := range names {
-		s.fds[cleanMount(n)] = fds[i]
+	s.fds = make([]int32, len(s.paths))
+	for i, p := range s.paths {
+		s.fds[i] = -1
+		for j, n := range names {
+			if cleanMount(n) == p {
+				s.fds[i] = fds[j]
+				break
+			}
+		}
 	}
 	return s
 }
@@ -104,11 +110,11 @@ func (s Set) ReadFile(abs string, buf []byte, max int64) (data []byte, ok bool, 
 // at returns the preopened directory holding abs (a path Resolve
 // returned) and abs relative to it.
 func (s Set) at(abs string) (int32, string, error) {
-	m, found := s.mountOf(abs)
-	dirFD, known := s.fds[m]
-	if !found || !known {
+	i := s.mountIndex(abs)
+	if i < 0 || i >= len(s.fds) || s.fds[i] < 0 {
 		return 0, "", syscall.ENOENT
 	}
+	m, dirFD := s.paths[i], s.fds[i]
 	if abs == m {
 		return dirFD, ".", nil
 	}
