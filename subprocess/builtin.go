@@ -167,9 +167,11 @@ func (t *commandTool) Call(ctx context.Context, req *plugin.Request) (*plugin.Re
 		if args.Stdin != nil {
 			return nil, plugin.Errorf(plugin.CodeInvalidRequest, "stdin: bash.read-only takes no stdin")
 		}
-		if err := checkReadOnly(args.Command); err != nil {
+		line, err := readOnlyLine(args.Command)
+		if err != nil {
 			return nil, &plugin.Error{Code: plugin.CodePermissionDenied, Message: err.Error() + "; nothing was run"}
 		}
+		args.Command = line
 	}
 	mounts := t.mounts(req)
 	cwd, err := resolveCwd(args.Cwd, mounts)
@@ -259,10 +261,12 @@ func (t *commandTool) run(ctx context.Context, args commandArgs, cwd string, mou
 	}
 	command := args.Command
 	if t.readOnly {
-		// checkReadOnly sees words before bash expands globs: a file
-		// named "-o" or "--output=x" must not become an option of
-		// "sort *". Ignored by globs, such names stay reachable as
-		// ./-o. (Setting GLOBIGNORE turns dotglob on; ".*" turns it off.)
+		// The command is readOnlyLine's: every word quoted but its glob
+		// characters. The check saw the words before bash expands the
+		// globs: a file named "-o" or "--output=x" must not become an
+		// option of "sort *". Ignored by globs, such names stay reachable
+		// as ./-o. (Setting GLOBIGNORE turns dotglob on; ".*" turns it
+		// off.)
 		command = "GLOBIGNORE='-*:.*'\n" + command
 	}
 	ro, rw := mountDirs(mounts)

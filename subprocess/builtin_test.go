@@ -215,7 +215,10 @@ func TestBashReadOnly(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "-n"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for cmd, want := range map[string]string{"cat *": "alpha\nbeta\ngamma\n", "ls ./-n": "./-n\n", "echo '$HOME'": "$HOME\n"} {
+	for cmd, want := range map[string]string{"cat *": "alpha\nbeta\ngamma\n", "ls ./-n": "./-n\n", "echo '$HOME'": "$HOME\n",
+		// Bash runs the words the check read (readOnlyLine): an empty
+		// argument stays one, a quoted glob stays literal.
+		`grep -c "" notes.txt`: "3\n", "cat note[s].txt": "alpha\nbeta\ngamma\n", `echo '*' "a  b"`: "* a  b\n"} {
 		res, err := shellCall(t, tool, map[string]any{"command": cmd})
 		if err != nil {
 			t.Fatal(err)
@@ -346,5 +349,31 @@ func TestBuiltinTier(t *testing.T) {
 	}
 	if ti, _ := h.Tool("ro-raised"); ti.Tier != plugin.TierSideEffecting {
 		t.Errorf("raised tier %s", ti.Tier)
+	}
+}
+
+// TestReadOnlyLine: bash gets the words the check read, each quoted but
+// for unquoted glob characters, with the allowed redirections.
+func TestReadOnlyLine(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`ls -la`, `'ls' '-la'`},
+		{`cat *.go | wc -l`, `'cat' *'.go' | 'wc' '-l'`},
+		{`grep -rn 'a b' "c d" e\ f`, `'grep' '-rn' 'a b' 'c d' 'e f'`},
+		{`grep "it's"`, `'grep' 'it'\''s'`},
+		{`grep "a\"b" 'x*'`, `'grep' 'a"b' 'x*'`},
+		{`ls src/[a-c]?.txt`, `'ls' 'src/'['a-c']?'.txt'`},
+		{`cat < in.txt 2>/dev/null`, `'cat' < 'in.txt' 2>/dev/null`},
+		{`find . -name x 2>&1 | head >/dev/null`, `'find' '.' '-name' 'x' 2>&1 | 'head' >/dev/null`},
+		{`echo ~ '#' a#b`, `'echo' '~' '#' 'a#b'`},
+		{`echo !x`, `'echo' '!x'`},
+	} {
+		got, err := readOnlyLine(c.in)
+		if err != nil {
+			t.Errorf("%s: %v", c.in, err)
+			continue
+		}
+		if got != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.in, got, c.want)
+		}
 	}
 }

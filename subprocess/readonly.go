@@ -37,22 +37,61 @@ func readOnlyCommandNames() []string {
 // correct its call. It is a policy check, not the containment: Landlock still
 // makes every mounted directory read-only.
 func checkReadOnly(line string) error {
+	_, _, err := parseReadOnly(line)
+	return err
+}
+
+// readOnlyLine checks line as checkReadOnly does and returns the line bash
+// runs: the words the check read, each single-quoted except for the glob
+// characters that were unquoted in line, joined by '|' and the allowed
+// redirections. Bash then reinterprets nothing: whatever the check may have
+// read differently from bash, bash runs the check's reading, and only
+// expands globs (which skip names starting with '-' or '.', GLOBIGNORE).
+func readOnlyLine(line string) (string, error) {
+	_, canon, err := parseReadOnly(line)
+	return canon, err
+}
+
+// parseReadOnly returns the pipeline's stages as the check read them (each
+// a program and its arguments, '<' standing for an input redirection) and
+// the line for bash (readOnlyLine).
+func parseReadOnly(line string) ([][]string, string, error) {
 	var (
 		segments [][]string
 		words    []string
 		word     strings.Builder
 		inWord   bool
+		canon    []string        // the current segment as bash gets it
+		canonSeg []string        // the segments as bash gets them
+		cw       strings.Builder // the current word as bash gets it
+		lit      []rune          // literal characters not yet quoted into cw
 	)
+	quoteLit := func() {
+		if len(lit) > 0 {
+			cw.WriteString(shellQuote(string(lit)))
+			lit = lit[:0]
+		}
+	}
+	literal := func(r ...rune) { lit = append(lit, r...) }
 	flush := func() {
 		if inWord {
 			words = append(words, word.String())
 			word.Reset()
+			quoteLit()
+			if cw.Len() == 0 {
+				cw.WriteString("''") // an empty argument ("")
+			}
+			canon = append(canon, cw.String())
+			cw.Reset()
 			inWord = false
 		}
 	}
-	refuse := func(what string) error {
-		return fmt.Errorf("bash.read-only refuses %s: only allowlisted read-only programs (%s), optionally piped into each other, may run",
+	refuse := func(what string) ([][]string, string, error) {
+		return nil, "", fmt.Errorf("bash.read-only refuses %s: only allowlisted read-only programs (%s), optionally piped into each other, may run",
 			what, strings.Join(readOnlyCommandNames(), ", "))
+	}
+	if strings.IndexByte(line, 0) >= 0 {
+		return refuse("a NUL byte")
 	}
 	rs := []rune(line)
 	for i := 0; i < len(rs); i++ {
@@ -70,6 +109,7 @@ func checkReadOnly(line string) error {
 					return refuse("a line continuation")
 				}
 				word.WriteRune(rs[i+1])
+				literal(rs[i+1])
 				inWord = true
 				i++
 			}
@@ -82,6 +122,7 @@ func checkReadOnly(line string) error {
 				return refuse("an unterminated quote")
 			}
 			word.WriteString(string(rs[i+1 : j]))
+			literal(rs[i+1 : j]...)
 			inWord = true
 			i = j
 		case '"':
@@ -101,7 +142,15 @@ func checkReadOnly(line string) error {
 			if j >= len(rs) {
 				return refuse("an unterminated quote")
 			}
-			word.WriteString(string(rs[i+1 : j]))
+			// What bash makes of it: a backslash before \ or " is
+			// removed ($ and ` were refused above).
+			for k := i + 1; k < j; k++ {
+				if rs[k] == '\\' && k+1 < j && (rs[k+1] == '\\' || rs[k+1] == '"') {
+					k++
+				}
+				word.WriteRune(rs[k])
+				literal(rs[k])
+			}
 			inWord = true
 			i = j
 		case ' ', '\t':
@@ -127,7 +176,8 @@ func checkReadOnly(line string) error {
 				return refuse("an empty pipeline stage")
 			}
 			segments = append(segments, words)
-			words = nil
+			canonSeg = append(canonSeg, strings.Join(canon, " "))
+			words, canon = nil, nil
 		case '`':
 			return refuse("command substitution (`...`)")
 		case '$':
@@ -153,18 +203,23 @@ func checkReadOnly(line string) error {
 			}
 			flush()
 			words = append(words, "<")
+			canon = append(canon, "<")
 		case '>':
 			// Allowed: 2>&1, >/dev/null, 2>/dev/null (optionally spaced).
 			fd := ""
 			if inWord && (word.String() == "1" || word.String() == "2") {
 				fd = word.String()
 				word.Reset()
+				cw.Reset()
+				lit = lit[:0]
 				inWord = false
 			}
 			if next(1) == '(' {
 				return refuse("process substitution (>(...))")
 			}
 			if next(1) == '&' && next(2) == '1' && fd == "2" {
+				flush()
+				canon = append(canon, "2>&1")
 				i += 2
 				continue
 			}
@@ -182,9 +237,18 @@ func checkReadOnly(line string) error {
 			if string(rs[j:k]) != "/dev/null" {
 				return refuse("a redirection that writes ('>' to a file)")
 			}
+			flush()
+			canon = append(canon, fd+">/dev/null")
 			i = k - 1
 		default:
 			word.WriteRune(c)
+			if strings.ContainsRune("*?[]", c) {
+				// A glob character bash is to expand.
+				quoteLit()
+				cw.WriteRune(c)
+			} else {
+				literal(c)
+			}
 			inWord = true
 		}
 	}
@@ -196,6 +260,7 @@ func checkReadOnly(line string) error {
 		return refuse("an empty command")
 	}
 	segments = append(segments, words)
+	canonSeg = append(canonSeg, strings.Join(canon, " "))
 	for _, seg := range segments {
 		args := slices.DeleteFunc(slices.Clone(seg), func(w string) bool { return w == "<" })
 		if len(args) == 0 {
@@ -215,7 +280,12 @@ func checkReadOnly(line string) error {
 			}
 		}
 	}
-	return nil
+	return segments, strings.Join(canonSeg, " | "), nil
+}
+
+// shellQuote quotes s for a POSIX shell, as one word with no expansion.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // deniedOption returns the denied option that the argument a gives, or "".
