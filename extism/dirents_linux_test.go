@@ -127,36 +127,6 @@ func TestListingReadDir(t *testing.T) {
 	}
 }
 
-// TestListingUnknownType: an entry whose type getdents does not report is
-// examined, without following a symbolic link; one removed in between is
-// left out, and Info on an entry without a directory is an error.
-func TestListingUnknownType(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.Symlink("nowhere", filepath.Join(dir, "dangling")); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &listingFile{f: f}
-	defer l.Close()
-	e := &dirent{name: "dangling", typ: direntMode(syscall.DT_UNKNOWN)}
-	if err := e.lstat(l); err != nil {
-		t.Fatal(err)
-	}
-	if e.Type() != fs.ModeSymlink {
-		t.Errorf("type %v, want a symlink", e.Type())
-	}
-	gone := &dirent{name: "gone", typ: 0}
-	if err := gone.lstat(l); err != syscall.ENOENT {
-		t.Errorf("lstat of a missing entry: %v, want ENOENT", err)
-	}
-	if _, err := (&dirent{name: "x"}).Info(); err == nil {
-		t.Error("Info without a directory: no error")
-	}
-}
-
 // TestOpenPlain: a file opened as a bare descriptor reads, seeks and
 // stats as an os.File would; a final symbolic link, a directory outside
 // the mount and a missing file are left to os.Root (nil), and through
@@ -337,10 +307,15 @@ func TestMountDir(t *testing.T) {
 	}
 }
 
-// TestListingUnknownTypeRecords: records whose type getdents does not
-// report are examined by ReadDir itself; one removed since is left out.
-func TestListingUnknownTypeRecords(t *testing.T) {
+// TestListingUnknownType: records whose type getdents does not report are
+// examined by ReadDir itself, without following a symbolic link; one
+// removed since is left out; Info on an entry without a directory is an
+// error.
+func TestListingUnknownType(t *testing.T) {
 	dir := t.TempDir()
+	if err := os.Symlink("nowhere", filepath.Join(dir, "dangling")); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Mkdir(filepath.Join(dir, "d"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -353,9 +328,9 @@ func TestListingUnknownTypeRecords(t *testing.T) {
 	}
 	l := &listingFile{f: f}
 	defer l.Close()
-	// What a filesystem without d_type would return: d, gone, f.
+	// What a filesystem without d_type would return.
 	var buf []byte
-	for _, name := range []string{"d", "gone", "f"} {
+	for _, name := range []string{"d", "gone", "f", "dangling"} {
 		rec := make([]byte, (direntName+len(name)+1+7)&^7)
 		binary.NativeEndian.PutUint16(rec[direntReclen:], uint16(len(rec)))
 		rec[direntType] = syscall.DT_UNKNOWN
@@ -367,8 +342,12 @@ func TestListingUnknownTypeRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ents) != 2 || ents[0].Name() != "d" || !ents[0].IsDir() || ents[1].Name() != "f" || ents[1].Type() != 0 {
+	if len(ents) != 3 || ents[0].Name() != "d" || !ents[0].IsDir() || ents[1].Name() != "f" || ents[1].Type() != 0 ||
+		ents[2].Name() != "dangling" || ents[2].Type() != fs.ModeSymlink {
 		t.Errorf("entries: %v", ents)
+	}
+	if _, err := (&dirent{name: "x"}).Info(); err == nil {
+		t.Error("Info without a directory: no error")
 	}
 }
 

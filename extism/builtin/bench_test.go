@@ -116,6 +116,20 @@ func BenchmarkSearch(b *testing.B) {
 			}
 		}
 	})
+	// The walk alone: every directory listed and every name looked at,
+	// no file opened.
+	b.Run("filesystem.search-names-only", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := invoke(b, h, "filesystem.search", `{"name":"*.nomatch"}`)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !strings.Contains(res.TextContent(), "no matches") {
+				b.Fatalf("names-only search: %s", res.TextContent())
+			}
+		}
+	})
 	grep, err := exec.LookPath("grep")
 	if err != nil {
 		b.Skip("no grep")
