@@ -366,6 +366,7 @@ func TestReadOnlyLine(t *testing.T) {
 		{`find . -name x 2>&1 | head >/dev/null`, `'find' '.' '-name' 'x' 2>&1 | 'head' >/dev/null`},
 		{`echo ~ '#' a#b`, `'echo' '~' '#' 'a#b'`},
 		{`echo !x`, `'echo' '!x'`},
+		{`echo "a\$b" "c\` + "`" + `d" "e\-f" "g\` + "\n" + `h"`, `'echo' 'a$b' 'c` + "`" + `d' 'e\-f' 'gh'`},
 	} {
 		got, err := readOnlyLine(c.in)
 		if err != nil {

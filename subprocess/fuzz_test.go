@@ -16,7 +16,7 @@ import (
 func FuzzCheckReadOnly(f *testing.F) {
 	for _, s := range []string{"ls -la", "cat f | grep x", "echo $(rm x)", "ls; rm x", `grep "a|b" f 2>&1`,
 		"find . -exec rm x \\;", "cat <(ls)", "a'b\"c", "${HOME}", "ls 2>/dev/null", "\\\n", "sort -ofile",
-		"cat \\\r", "echo 'a\nb' \"c\\\"d\" e\\ f", "echo \"it's\" '#' ~ !x"} {
+		"cat \\\r", "echo 'a\nb' \"c\\\"d\" e\\ f", "echo \"it's\" '#' ~ !x", "echo \"a\\$b\\`c\\-d\\\ne\""} {
 		f.Add(s)
 	}
 	bash, _ := exec.LookPath("bash")

@@ -142,11 +142,18 @@ func parseReadOnly(line string) ([][]string, string, error) {
 			if j >= len(rs) {
 				return refuse("an unterminated quote")
 			}
-			// What bash makes of it: a backslash before \ or " is
-			// removed ($ and ` were refused above).
+			// What bash makes of it: a backslash before $ ` " \ is
+			// removed, and one before a newline goes with it; any other
+			// stays.
 			for k := i + 1; k < j; k++ {
-				if rs[k] == '\\' && k+1 < j && (rs[k+1] == '\\' || rs[k+1] == '"') {
-					k++
+				if rs[k] == '\\' && k+1 < j {
+					switch rs[k+1] {
+					case '$', '`', '"', '\\':
+						k++
+					case '\n':
+						k++
+						continue
+					}
 				}
 				word.WriteRune(rs[k])
 				literal(rs[k])
