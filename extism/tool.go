@@ -235,6 +235,11 @@ func (t *wasmTool) take(ctx context.Context, spec *plugin.Spec) (*instance, erro
 			return inst, nil
 		}
 		t.refillLater()
+		// The refill lags (a burst, or a busy machine). Close the used
+		// instances before making this one, as the refill does: a
+		// recycled memory spares the new instance a page fault for every
+		// page of its memory image, more than the closing costs.
+		t.closeRetired()
 	}
 	return t.newInstance(ctx, t.spec)
 }
