@@ -36,7 +36,7 @@ const (
 // relative to this directory and without following a symbolic link: the
 // name is one element the directory itself returned, so it cannot lead
 // outside it.
-func (l *listingFile) ReadDir(n int) ([]fs.DirEntry, error) {
+func (l *hostFile) ReadDir(n int) ([]fs.DirEntry, error) {
 	d := &l.ds
 	var out []fs.DirEntry
 	for n <= 0 || len(out) < n {
@@ -94,7 +94,7 @@ func (l *listingFile) ReadDir(n int) ([]fs.DirEntry, error) {
 // without it (wazero drops the entries that come with an error) and the
 // failing record is met again by the next call, which returns err and
 // moves past it to next, so a caller that goes on loses nothing else.
-func (l *listingFile) failed(out []fs.DirEntry, next int, err error) ([]fs.DirEntry, error) {
+func (l *hostFile) failed(out []fs.DirEntry, next int, err error) ([]fs.DirEntry, error) {
 	if len(out) > 0 {
 		return out, nil
 	}
@@ -103,7 +103,7 @@ func (l *listingFile) failed(out []fs.DirEntry, next int, err error) ([]fs.DirEn
 }
 
 // fill reads the next batch of records.
-func (l *listingFile) fill() error {
+func (l *hostFile) fill() error {
 	d := &l.ds
 	if d.buf == nil {
 		d.buf = make([]byte, 8<<10)
@@ -120,7 +120,7 @@ func (l *listingFile) fill() error {
 }
 
 // control runs fn with the file's descriptor.
-func (l *listingFile) control(fn func(fd int) error) error {
+func (l *hostFile) control(fn func(fd int) error) error {
 	if l.f == nil {
 		return fn(l.fd)
 	}
@@ -135,7 +135,7 @@ func (l *listingFile) control(fn func(fd int) error) error {
 	return ferr
 }
 
-func (l *listingFile) path() string {
+func (l *hostFile) path() string {
 	if l.f == nil {
 		return l.name
 	}
@@ -174,12 +174,12 @@ func direntMode(t uint8) fs.FileMode {
 	return 0 // DT_REG, and DT_UNKNOWN until lstat says
 }
 
-// dirent is one entry of a listingFile: its name and type; Info examines
+// dirent is one entry of a hostFile: its name and type; Info examines
 // it only when asked.
 type dirent struct {
 	name string
 	typ  fs.FileMode
-	dir  *listingFile
+	dir  *hostFile
 	st   *syscall.Stat_t // what wazero reads inode, device and times from
 }
 
@@ -201,7 +201,7 @@ func (e *dirent) Info() (fs.FileInfo, error) {
 
 // lstat examines the entry relative to its directory, without following a
 // final symbolic link.
-func (e *dirent) lstat(l *listingFile) error {
+func (e *dirent) lstat(l *hostFile) error {
 	e.dir = l
 	var st unix.Stat_t
 	if err := l.control(func(fd int) error {

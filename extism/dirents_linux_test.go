@@ -49,7 +49,7 @@ func TestListingReadDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &listingFile{f: f}
+	l := &hostFile{f: f}
 	defer l.Close()
 
 	check := func(t *testing.T, entries []fs.DirEntry) {
@@ -326,7 +326,7 @@ func TestListingUnknownType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &listingFile{f: f}
+	l := &hostFile{f: f}
 	defer l.Close()
 	// What a filesystem without d_type would return.
 	var buf []byte

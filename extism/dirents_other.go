@@ -10,4 +10,4 @@ type direntState struct{}
 func (*direntState) reset() {}
 
 // ReadDir lists the directory with os.File.ReadDir.
-func (l *listingFile) ReadDir(n int) ([]fs.DirEntry, error) { return l.f.ReadDir(n) }
+func (l *hostFile) ReadDir(n int) ([]fs.DirEntry, error) { return l.f.ReadDir(n) }

@@ -201,7 +201,7 @@ func (r *rootFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileM
 			return nil, experimentalsys.ENOTDIR
 		}
 	}
-	return newRootFile(r, p, &listingFile{f: f}, of&os.O_APPEND != 0)
+	return newRootFile(r, p, &hostFile{f: f}, of&os.O_APPEND != 0)
 }
 
 // Lstat implements experimentalsys.FS.
@@ -333,7 +333,7 @@ func (r *rootFS) Utimens(path string, atim, mtim int64) experimentalsys.Errno {
 // *os.File); reads are counted and writes refused on read-only mounts here.
 type rootFile struct {
 	experimentalsys.File
-	f        *listingFile
+	f        *hostFile
 	readOnly bool
 	append   bool
 	meter    *instance
@@ -344,7 +344,7 @@ type rootFile struct {
 // rewind it).
 type oneFS struct {
 	root  *os.Root
-	first *listingFile
+	first *hostFile
 }
 
 func (o *oneFS) Open(name string) (fs.File, error) {
@@ -356,11 +356,12 @@ func (o *oneFS) Open(name string) (fs.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &listingFile{f: f}, nil
+	return &hostFile{f: f}, nil
 }
 
-// listingFile is an *os.File without its Readdir method, so that wazero's
-// adapter lists a directory through ReadDir: names and types from the
+// hostFile is a file of a mount as the guest opened it: an *os.File
+// without its Readdir method, so that wazero's adapter lists a directory
+// through ReadDir: names and types from the
 // directory itself (getdents). Given Readdir, it stats every entry for
 // its inode number, one system call per entry that a guest listing a
 // directory or walking a tree does not need. Entries then come with inode
@@ -372,35 +373,35 @@ func (o *oneFS) Open(name string) (fs.File, error) {
 // A file openPlain opened read-only is a bare descriptor instead (f nil,
 // fd set; plainopen_linux.go): no os.File, which costs a failed epoll
 // registration, a finalizer and locking on every open, read and close.
-type listingFile struct {
+type hostFile struct {
 	f    *os.File
 	fd   int
 	name string
 	ds   direntState
 }
 
-func (l *listingFile) Stat() (fs.FileInfo, error) {
+func (l *hostFile) Stat() (fs.FileInfo, error) {
 	if l.f == nil {
 		return l.plainStat()
 	}
 	return l.f.Stat()
 }
 
-func (l *listingFile) Read(b []byte) (int, error) {
+func (l *hostFile) Read(b []byte) (int, error) {
 	if l.f == nil {
 		return l.plainRead(b)
 	}
 	return l.f.Read(b)
 }
 
-func (l *listingFile) ReadAt(b []byte, off int64) (int, error) {
+func (l *hostFile) ReadAt(b []byte, off int64) (int, error) {
 	if l.f == nil {
 		return l.plainReadAt(b, off)
 	}
 	return l.f.ReadAt(b, off)
 }
 
-func (l *listingFile) Close() error {
+func (l *hostFile) Close() error {
 	if l.f == nil {
 		return l.plainClose()
 	}
@@ -409,7 +410,7 @@ func (l *listingFile) Close() error {
 
 // Seek moves the file offset; rewinding a directory also drops the
 // entries read ahead of the guest.
-func (l *listingFile) Seek(off int64, whence int) (int64, error) {
+func (l *hostFile) Seek(off int64, whence int) (int64, error) {
 	var n int64
 	var err error
 	if l.f == nil {
@@ -426,35 +427,35 @@ func (l *listingFile) Seek(off int64, whence int) (int64, error) {
 // A bare descriptor is open for reading only.
 var errReadOnlyFile = syscall.EBADF
 
-func (l *listingFile) Write(b []byte) (int, error) {
+func (l *hostFile) Write(b []byte) (int, error) {
 	if l.f == nil {
 		return 0, errReadOnlyFile
 	}
 	return l.f.Write(b)
 }
 
-func (l *listingFile) WriteAt(b []byte, off int64) (int, error) {
+func (l *hostFile) WriteAt(b []byte, off int64) (int, error) {
 	if l.f == nil {
 		return 0, errReadOnlyFile
 	}
 	return l.f.WriteAt(b, off)
 }
 
-func (l *listingFile) Truncate(size int64) error {
+func (l *hostFile) Truncate(size int64) error {
 	if l.f == nil {
 		return errReadOnlyFile
 	}
 	return l.f.Truncate(size)
 }
 
-func (l *listingFile) Sync() error {
+func (l *hostFile) Sync() error {
 	if l.f == nil {
 		return l.plainSync()
 	}
 	return l.f.Sync()
 }
 
-func newRootFile(r *rootFS, p string, f *listingFile, appendMode bool) (experimentalsys.File, experimentalsys.Errno) {
+func newRootFile(r *rootFS, p string, f *hostFile, appendMode bool) (experimentalsys.File, experimentalsys.Errno) {
 	inner, e := (&sysfs.AdaptFS{FS: &oneFS{root: r.root, first: f}}).OpenFile(p, experimentalsys.O_RDONLY, 0)
 	if e != 0 {
 		f.Close()
@@ -553,7 +554,7 @@ func (d *mountDir) file() (experimentalsys.File, experimentalsys.Errno) {
 		if err != nil {
 			return nil, errno(err)
 		}
-		inner, e := newRootFile(d.fs, ".", &listingFile{f: f}, false)
+		inner, e := newRootFile(d.fs, ".", &hostFile{f: f}, false)
 		if e != 0 {
 			return nil, e
 		}

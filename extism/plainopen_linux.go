@@ -20,7 +20,7 @@ import (
 // neither "." nor "..", opened relative to it without following a
 // symbolic link (O_NOFOLLOW). That is os.Root's own last step, without
 // the os.File around the descriptor.
-func (r *rootFS) openPlain(p string) *listingFile {
+func (r *rootFS) openPlain(p string) *hostFile {
 	dir, name := ".", p
 	if i := strings.LastIndexByte(p, '/'); i >= 0 {
 		dir, name = p[:i], p[i+1:]
@@ -43,16 +43,14 @@ func (r *rootFS) openPlain(p string) *listingFile {
 	}
 	var oerr error
 	if err := rc.Control(func(dfd uintptr) {
-		for {
-			fd, oerr = unix.Openat(int(dfd), name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
-			if oerr != unix.EINTR {
-				return
-			}
-		}
+		oerr = ignoringEINTR(func() (err error) {
+			fd, err = unix.Openat(int(dfd), name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+			return err
+		})
 	}); err != nil || oerr != nil {
 		return nil
 	}
-	return &listingFile{fd: fd, name: p}
+	return &hostFile{fd: fd, name: p}
 }
 
 func (r *rootFS) dropPlainDir() {
@@ -62,7 +60,7 @@ func (r *rootFS) dropPlainDir() {
 	}
 }
 
-func (l *listingFile) plainStat() (fs.FileInfo, error) {
+func (l *hostFile) plainStat() (fs.FileInfo, error) {
 	var st syscall.Stat_t
 	if err := ignoringEINTR(func() error { return syscall.Fstat(l.fd, &st) }); err != nil {
 		return nil, &fs.PathError{Op: "stat", Path: l.name, Err: err}
@@ -70,7 +68,7 @@ func (l *listingFile) plainStat() (fs.FileInfo, error) {
 	return direntInfo{&dirent{name: path.Base(l.name), st: &st}}, nil
 }
 
-func (l *listingFile) plainRead(b []byte) (int, error) {
+func (l *hostFile) plainRead(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
@@ -89,7 +87,7 @@ func (l *listingFile) plainRead(b []byte) (int, error) {
 }
 
 // plainReadAt reads len(b) bytes at off, or up to the end of the file.
-func (l *listingFile) plainReadAt(b []byte, off int64) (int, error) {
+func (l *hostFile) plainReadAt(b []byte, off int64) (int, error) {
 	total := 0
 	for total < len(b) {
 		var n int
@@ -108,7 +106,7 @@ func (l *listingFile) plainReadAt(b []byte, off int64) (int, error) {
 	return total, nil
 }
 
-func (l *listingFile) plainSeek(off int64, whence int) (int64, error) {
+func (l *hostFile) plainSeek(off int64, whence int) (int64, error) {
 	n, err := unix.Seek(l.fd, off, whence)
 	if err != nil {
 		return 0, &fs.PathError{Op: "seek", Path: l.name, Err: err}
@@ -116,14 +114,14 @@ func (l *listingFile) plainSeek(off int64, whence int) (int64, error) {
 	return n, nil
 }
 
-func (l *listingFile) plainSync() error {
+func (l *hostFile) plainSync() error {
 	if err := ignoringEINTR(func() error { return unix.Fsync(l.fd) }); err != nil {
 		return &fs.PathError{Op: "sync", Path: l.name, Err: err}
 	}
 	return nil
 }
 
-func (l *listingFile) plainClose() error {
+func (l *hostFile) plainClose() error {
 	if l.fd < 0 {
 		return &fs.PathError{Op: "close", Path: l.name, Err: os.ErrClosed}
 	}

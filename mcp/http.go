@@ -201,7 +201,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// headers: from then on Sessions counts it.
 		opened := sync.OnceFunc(g.sessionOpened)
 		defer opened()
-		w = &firstWrite{ResponseWriter: w, fn: opened}
+		w = &firstWrite{passWriter: passWriter{w}, fn: opened}
 	}
 	ids, parsed := requestIDs(body)
 	if parsed && len(ids) == 0 {
@@ -316,14 +316,26 @@ func idKey(raw json.RawMessage) string {
 // (not event-stream) answer reaches the client only after the handler
 // returns, when the slot is freed anyway.
 type answerWriter struct {
-	http.ResponseWriter
+	passWriter
 	pending map[string]bool
 	release func()
 }
 
+// passWriter is a wrapped http.ResponseWriter that still flushes (the SDK
+// flushes every event) and unwraps for http.ResponseController.
+type passWriter struct{ http.ResponseWriter }
+
+func (p passWriter) Flush() {
+	if f, ok := p.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (p passWriter) Unwrap() http.ResponseWriter { return p.ResponseWriter }
+
 // firstWrite calls fn when the answer's headers are written.
 type firstWrite struct {
-	http.ResponseWriter
+	passWriter
 	fn func()
 }
 
@@ -337,18 +349,8 @@ func (f *firstWrite) Write(p []byte) (int, error) {
 	return f.ResponseWriter.Write(p)
 }
 
-// Flush implements http.Flusher (the SDK flushes every event).
-func (f *firstWrite) Flush() {
-	if fl, ok := f.ResponseWriter.(http.Flusher); ok {
-		fl.Flush()
-	}
-}
-
-// Unwrap gives http.ResponseController the underlying writer.
-func (f *firstWrite) Unwrap() http.ResponseWriter { return f.ResponseWriter }
-
 func newAnswerWriter(w http.ResponseWriter, ids []string, release func()) *answerWriter {
-	a := &answerWriter{ResponseWriter: w, pending: make(map[string]bool, len(ids)), release: release}
+	a := &answerWriter{passWriter: passWriter{w}, pending: make(map[string]bool, len(ids)), release: release}
 	for _, id := range ids {
 		a.pending[id] = true
 	}
@@ -366,16 +368,6 @@ func (a *answerWriter) Write(p []byte) (int, error) {
 	}
 	return a.ResponseWriter.Write(p)
 }
-
-// Flush implements http.Flusher (the SDK flushes every event).
-func (a *answerWriter) Flush() {
-	if f, ok := a.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// Unwrap gives http.ResponseController the underlying writer.
-func (a *answerWriter) Unwrap() http.ResponseWriter { return a.ResponseWriter }
 
 // answeredIDs returns the ids (as idKey gives them) of the JSON-RPC
 // responses in the server-sent events of p. It reads each event's data only
