@@ -23,6 +23,7 @@ import (
 type rootFS struct {
 	experimentalsys.UnimplementedFS
 	root     *os.Root
+	guest    string // where the guest sees it
 	readOnly bool
 	meter    *instance // counts bytes read; may be nil
 

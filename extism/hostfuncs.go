@@ -71,9 +71,12 @@ type invokeResponse struct {
 
 func hostFunctions() []extism.HostFunction {
 	i64 := []extism.ValueType{extism.ValueTypeI64}
+	i32 := extism.ValueTypeI32
 	return []extism.HostFunction{
 		extism.NewHostFunctionWithStack(hostHTTP, jsonHostFunc(doHTTP), i64, i64),
 		extism.NewHostFunctionWithStack(hostInvoke, jsonHostFunc(doInvoke), i64, i64),
+		extism.NewHostFunctionWithStack(hostFSSubmit, fsSubmit, []extism.ValueType{i32, i32, i32, i32, extism.ValueTypeI64}, []extism.ValueType{i32}),
+		extism.NewHostFunctionWithStack(hostFSTake, fsTake, []extism.ValueType{i32, i32, i32}, []extism.ValueType{i32}),
 	}
 }
 

@@ -47,6 +47,7 @@ type instance struct {
 	log       hclog.Logger
 	cancel    context.CancelFunc
 	fileBytes atomic.Int64
+	batch     *batchReader // toolhost_fs_submit's reading, if any
 	httpCount int
 	invokes   int
 	logs      atomic.Int64
@@ -96,13 +97,13 @@ func (t *wasmTool) newInstance(ctx context.Context, spec *plugin.Spec) (_ *insta
 		if err != nil {
 			return nil, fmt.Errorf("mount %s: %w", guest, err)
 		}
-		rfs := &rootFS{root: r, readOnly: m.ReadOnly, meter: inst}
+		rfs := &rootFS{root: r, guest: guest, readOnly: m.ReadOnly, meter: inst}
 		inst.mounts = append(inst.mounts, rfs)
 		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(rfs, guest)
 	}
 	// The temp dir's root belongs to the pool: this instance's rootFS
 	// does not close it.
-	inst.tmpFS = &rootFS{root: inst.tmp.root, meter: inst}
+	inst.tmpFS = &rootFS{root: inst.tmp.root, guest: "/tmp", meter: inst}
 	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(inst.tmpFS, "/tmp")
 	mc := wazero.NewModuleConfig().
 		WithFSConfig(fsc).
@@ -304,6 +305,7 @@ func (inst *instance) close() {
 	}
 	inst.closed = true
 	inst.t.live.Add(-1)
+	inst.stopBatch()
 	if inst.p != nil {
 		_ = inst.p.Close(context.Background())
 		inst.p = nil
@@ -324,6 +326,35 @@ func (inst *instance) close() {
 		inst.tmp = nil
 	}
 }
+
+// stopBatch stops the call's batch reading (batchread.go), if any: its
+// goroutines end, its directories are closed.
+func (inst *instance) stopBatch() {
+	if inst.batch != nil {
+		inst.batch.stop()
+		inst.batch = nil
+	}
+}
+
+// moduleMemory is the guest module's own memory (the Extism kernel has the
+// other), as it is now, or nil if it cannot be told apart.
+func (inst *instance) moduleMemory() []byte {
+	if len(inst.mem.made) != 2 || inst.p == nil {
+		return nil
+	}
+	k, ok0 := inst.mem.made[0].(memoryBytes)
+	m, ok1 := inst.mem.made[1].(memoryBytes)
+	kernel, ok := inst.p.Memory().Read(0, 1)
+	if !ok0 || !ok1 || !ok || cap(k.bytes()) == 0 || &kernel[0] != &k.bytes()[:1][0] {
+		return nil
+	}
+	return m.bytes()
+}
+
+// memoryBytes is a guest memory made by memLimiter.
+type memoryBytes interface{ bytes() []byte }
+
+func (l *linearMemory) bytes() []byte { return l.buf }
 
 // capWriter is a guest's stdout: the fast output path. Writing past the
 // output limit aborts the call.

@@ -52,6 +52,8 @@ func mapMemory(m *memLimiter, max uint64) experimental.LinearMemory {
 	return mm
 }
 
+func (l *mappedMemory) bytes() []byte { return l.buf }
+
 // Reallocate implements experimental.LinearMemory.
 func (l *mappedMemory) Reallocate(size uint64) []byte {
 	if size > l.lim.limit.Load() || size > uint64(cap(l.buf)) {

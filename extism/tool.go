@@ -249,6 +249,7 @@ func (t *wasmTool) take(ctx context.Context, spec *plugin.Spec) (*instance, erro
 // background goroutine when there is one; the instance is never used again
 // either way.
 func (t *wasmTool) retire(inst *instance) {
+	inst.stopBatch() // the call is over: no file is read for it after this
 	if t.pool != nil {
 		select {
 		case <-t.quit:

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -392,5 +393,52 @@ func TestFilesystemSearchBigDirectory(t *testing.T) {
 	}
 	if got := mustText(t, h, "filesystem.search", `{"name":"*2999.txt"}`); !strings.HasSuffix(got, "2999.txt\n[1 files]") {
 		t.Fatalf("got %q", got)
+	}
+}
+
+// TestFilesystemSearchInBatches: the host reads a search's files while the
+// walk goes on (toolhost_fs_submit), and the results are those, in the
+// order, of a walk that reads each file when it meets it. Files over what
+// the host reads in one batch are read by the guest; a FIFO does not hold
+// the search up; binary files are told by a NUL in their first 8 KiB only.
+func TestFilesystemSearchInBatches(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"a.txt":         "needle a\n",
+		"m/x.txt":       "needle m/x\n",
+		"m/z/deep.txt":  "one\nneedle deep\n",
+		"n.txt":         "needle n\n",
+		"z/y.txt":       "no\nno\nneedle z/y\n",
+		"large.txt":     strings.Repeat("filler line\n", 150<<10) + "the needle at the end\n",
+		"nul-late.txt":  "needle before\n" + strings.Repeat("x", 9<<10) + "\x00 binary only after 8 KiB\n",
+		"nul-early.txt": "needle before a NUL\n\x00",
+	}
+	for i := range 300 {
+		files[fmt.Sprintf("many/f%03d.txt", i)] = fmt.Sprintf("line\nneedle %d\n", i)
+	}
+	writeFiles(t, dir, files)
+	if err := syscall.Mkfifo(filepath.Join(dir, "m", "pipe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := newHost(t, fsSpec("filesystem.search", dir, nil))
+	got := mustText(t, h, "filesystem.search", `{"pattern":"needle","max_results":1000}`)
+	var want strings.Builder
+	want.WriteString("a.txt:1:1: needle a\n")
+	fmt.Fprintf(&want, "large.txt:%d:5: the needle at the end\n", 150<<10+1)
+	want.WriteString("m/x.txt:1:1: needle m/x\n")
+	want.WriteString("m/z/deep.txt:2:1: needle deep\n")
+	for i := range 300 {
+		fmt.Fprintf(&want, "many/f%03d.txt:2:1: needle %d\n", i, i)
+	}
+	want.WriteString("n.txt:1:1: needle n\n")
+	want.WriteString("nul-late.txt:1:1: needle before\n")
+	want.WriteString("z/y.txt:3:1: needle z/y\n")
+	want.WriteString("[307 matching lines; 307 files searched; 1 binary files skipped]")
+	if got != want.String() {
+		t.Fatalf("got:\n%s\nwant:\n%s", got, want.String())
+	}
+	got = mustText(t, h, "filesystem.search", `{"pattern":"needle","path":"many","max_results":3}`)
+	if want := "many/f000.txt:2:1: needle 0\nmany/f001.txt:2:1: needle 1\nmany/f002.txt:2:1: needle 2\n[stopped after 3 matching lines (max_results); narrow the search to see the rest; 3 files searched]"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
 	}
 }

@@ -20,9 +20,9 @@ var compileCache = testCache
 func extismCall(t *testing.T, wasm []byte, metered bool, export string, input []byte) (uint32, string, error) {
 	t.Helper()
 	ctx := context.Background()
-	var funcs []extism.HostFunction
+	funcs := noBatchReads()
 	if metered {
-		funcs = fuel.HostFunctions()
+		funcs = append(funcs, fuel.HostFunctions()...)
 	}
 	cp, err := extism.NewCompiledPlugin(ctx, extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: wasm}}},
 		extism.PluginConfig{EnableWasi: true, RuntimeConfig: wazero.NewRuntimeConfig().WithCompilationCache(compileCache)}, funcs)
@@ -41,6 +41,21 @@ func extismCall(t *testing.T, wasm []byte, metered bool, export string, input []
 		t.Fatalf("%s: no fuel used", export)
 	}
 	return rc, string(out), err
+}
+
+// noBatchReads are the batch-read host functions the built-in file guest
+// imports (extism/batchread.go), answering as a host that does not read
+// in batches does: ENOSYS.
+func noBatchReads() []extism.HostFunction {
+	enosys := int32(52)
+	i32 := extism.ValueTypeI32
+	answer := func(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
+		stack[0] = uint64(uint32(-enosys))
+	}
+	return []extism.HostFunction{
+		extism.NewHostFunctionWithStack("toolhost_fs_submit", answer, []extism.ValueType{i32, i32, i32, i32, extism.ValueTypeI64}, []extism.ValueType{i32}),
+		extism.NewHostFunctionWithStack("toolhost_fs_take", answer, []extism.ValueType{i32, i32, i32}, []extism.ValueType{i32}),
+	}
 }
 
 type exampleCall struct {

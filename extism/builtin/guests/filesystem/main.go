@@ -8,12 +8,12 @@
 package main
 
 import (
-	"bytes"
 	"strconv"
 
 	pdk "github.com/extism/go-pdk"
 
 	"github.com/toolhost/toolhost/extism/builtin/internal/mounts"
+	"github.com/toolhost/toolhost/extism/builtin/internal/scan"
 	"github.com/toolhost/toolhost/shared/guest"
 )
 
@@ -79,8 +79,11 @@ func resolve(p string) (mounts.Path, *guest.Result) {
 	return r, nil
 }
 
+// binaryPrefix is how much of a file isBinary looks at.
+const binaryPrefix = 8 << 10
+
 // isBinary reports whether data looks binary: a NUL byte in its first 8 KiB,
 // the test git and grep use.
 func isBinary(data []byte) bool {
-	return bytes.IndexByte(data[:min(len(data), 8<<10)], 0) >= 0
+	return scan.IndexByte(data[:min(len(data), binaryPrefix)], 0) >= 0
 }

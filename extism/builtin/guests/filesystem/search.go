@@ -4,16 +4,19 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path"
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/toolhost/toolhost/extism/builtin/internal/match"
 	"github.com/toolhost/toolhost/extism/builtin/internal/mounts"
+	"github.com/toolhost/toolhost/extism/builtin/internal/scan"
 	"github.com/toolhost/toolhost/shared/guest"
 )
 
@@ -60,15 +63,25 @@ const maxShownLine = 240
 type searcher struct {
 	ms      mounts.Set
 	name    *match.Glob
-	literal []byte
+	literal *scan.Finder
 	re      *regexp.Regexp
 	content bool
 	max     int
 	maxSize int64
 
-	ig      match.Ignore
-	buf     []byte
-	dirBuf  []byte
+	ig     match.Ignore
+	buf    []byte
+	dirBuf []byte
+
+	// Files named to the host for reading (flush), searched from head
+	// on; their directories, and the names not yet named.
+	batch     *mounts.Batch
+	queue     []queued
+	head      int // next to search
+	submitted int // queue[:submitted] are named to the host
+	dirs      []string
+	names     []string
+
 	out     strings.Builder
 	results int
 	files   int // files whose content was searched
@@ -120,7 +133,7 @@ func search(c *guest.Call) (*guest.Result, error) {
 			}
 			s.re = re
 		case caseSensitive:
-			s.literal = []byte(in.Pattern)
+			s.literal = scan.NewFinder([]byte(in.Pattern))
 		default:
 			s.re = regexp.MustCompile("(?i)" + regexp.QuoteMeta(in.Pattern))
 		}
@@ -134,20 +147,30 @@ func search(c *guest.Call) (*guest.Result, error) {
 		return fail(mounts.FromOS(p.Display, err)), nil
 	}
 	s.buf = make([]byte, 256<<10)
+	if s.content {
+		s.batch = new(mounts.Batch)
+	}
 	if fi.IsDir() {
 		if _, _, err := s.ms.ReadDir(p.Abs, nil); err != nil {
 			return fail(mounts.FromOS(p.Display, err)), nil
 		}
 		s.walk(p.Abs, "")
+		if s.batch != nil {
+			s.drain(true)
+		}
 	} else {
-		s.file(p.Abs, path.Base(p.Abs))
+		if s.name == nil || s.name.Match(path.Base(p.Abs)) {
+			s.file(p.Abs)
+		}
 	}
 	return guest.Text(s.summary(in)), nil
 }
 
 // walk searches the directory dir, whose path relative to the search root
 // is rel. Entry types come from the directory listing itself, so the walk
-// makes no stat calls.
+// makes no stat calls. The files whose content is searched are named to
+// the host in runs (queue), which reads them while the walk goes on; they
+// are searched in the order of the walk all the same.
 func (s *searcher) walk(dir, rel string) {
 	entries, buf, err := s.ms.ReadDir(dir, s.dirBuf)
 	s.dirBuf = buf
@@ -165,35 +188,131 @@ func (s *searcher) walk(dir, rel string) {
 			break
 		}
 	}
+	// The path relative to the root is needed for every file only when
+	// there are ignore rules, or a glob of more than the file name.
+	perFileRel := s.ig.Len() > 0 || s.name != nil && !s.name.BaseOnly()
+	_, dirShown := displayName(s.ms.Display(dir))
+	d := -1 // dir's index in s.dirs, once a file of it is queued
 	for _, de := range entries {
 		if s.done {
 			return
 		}
 		name := de.Name
-		r := name
-		if rel != "" {
-			r = rel + "/" + name
-		}
 		switch {
 		case de.IsDir():
+			r := name
+			if rel != "" {
+				r = rel + "/" + name
+			}
 			if name == ".git" || s.ig.Ignored(r, true) {
 				continue
 			}
+			s.flush() // files before this directory are searched before it
 			s.walk(dir+"/"+name, r)
 		case de.IsRegular():
-			if s.ig.Ignored(r, false) {
+			r := name
+			if perFileRel && rel != "" {
+				r = rel + "/" + name
+			}
+			if s.ig.Ignored(r, false) || s.name != nil && !s.name.Match(r) {
 				continue
 			}
-			s.file(dir+"/"+name, r)
+			if !s.content || s.batch == nil {
+				s.file(dir + "/" + name)
+				continue
+			}
+			if !dirShown || !utf8.ValidString(name) {
+				s.skipped.badName++
+				continue
+			}
+			if d < 0 {
+				d = len(s.dirs)
+				s.dirs = append(s.dirs, dir)
+			}
+			s.names = append(s.names, name)
+			s.queue = append(s.queue, queued{dir: d, name: name})
 		}
+	}
+	s.flush()
+}
+
+// queued is a file named to the host for reading: a name in s.dirs[dir].
+type queued struct {
+	dir  int
+	name string
+}
+
+// flush names the files collected in s.names (all in the directory of the
+// last queued) to the host, then searches those already read. When the
+// host does not read in batches, the files are read one by one.
+func (s *searcher) flush() {
+	for len(s.names) > 0 && !s.done {
+		n := min(len(s.names), batchRun)
+		if s.batch.Pending()+n > mounts.BatchMaxQueued {
+			s.drain(true)
+		}
+		dir := s.dirs[s.queue[s.submitted].dir]
+		if err := s.batch.Submit(dir, s.names[:n], s.maxSize); err != nil {
+			// Not read by the host: what is queued before them first,
+			// then these, file by file.
+			later := slices.Clone(s.queue[s.submitted:])
+			s.queue = s.queue[:s.submitted]
+			s.drain(true)
+			if errors.Is(err, mounts.ErrNoBatch) {
+				s.batch = nil
+			}
+			for _, q := range later {
+				if s.done {
+					break
+				}
+				abs := s.dirs[q.dir] + "/" + q.name
+				shown, _ := displayName(s.ms.Display(abs))
+				s.content1(abs, shown)
+			}
+			s.names = s.names[:0]
+			return
+		}
+		s.submitted += n
+		s.names = s.names[n:]
+		s.drain(false)
+	}
+	s.names = s.names[:0]
+}
+
+// batchRun is the most files named to the host at once.
+const batchRun = 1024
+
+// drain searches the queued files the host has read, in order; with wait,
+// all of them, waiting for the host.
+func (s *searcher) drain(wait bool) {
+	for s.head < s.submitted && !s.done {
+		rd, ok := s.batch.Next(wait)
+		if !ok {
+			if wait {
+				s.head = s.submitted // the host lost them (it should not)
+			}
+			break
+		}
+		q := s.queue[s.head]
+		s.head++
+		switch {
+		case rd.Err == nil:
+			s.search(rd.Data, "", q)
+		case errors.Is(rd.Err, syscall.EFBIG) && rd.Size <= s.maxSize:
+			// Over what the host reads in a batch, not over the limit.
+			abs := s.dirs[q.dir] + "/" + q.name
+			s.content1(abs, s.ms.Display(abs))
+		case errors.Is(rd.Err, syscall.EFBIG):
+			s.skipped.large++
+		}
+	}
+	if s.head == len(s.queue) {
+		s.queue, s.head, s.submitted = s.queue[:0], 0, 0
 	}
 }
 
-// file checks one regular file.
-func (s *searcher) file(abs, rel string) {
-	if s.name != nil && !s.name.Match(rel) {
-		return
-	}
+// file checks one regular file (its name matched).
+func (s *searcher) file(abs string) {
 	shown, ok := displayName(s.ms.Display(abs))
 	if !ok {
 		s.skipped.badName++
@@ -205,16 +324,42 @@ func (s *searcher) file(abs, rel string) {
 		s.add(shown + "\n")
 		return
 	}
+	s.content1(abs, shown)
+}
+
+// content1 reads one file and searches it.
+func (s *searcher) content1(abs, shown string) {
 	data, ok := s.read(abs)
 	if !ok {
 		return
 	}
-	if isBinary(data) {
-		s.skipped.binary++
-		return
+	s.search(data, shown, queued{})
+}
+
+// search searches the content of one file, unless it is binary. It is
+// shown as shown, or if that is empty, as the queued file q: most files
+// have no match, and need no name.
+func (s *searcher) search(data []byte, shown string, q queued) {
+	first := -1
+	if s.literal != nil {
+		at, binary := s.literal.IndexOrNUL(data, binaryPrefix)
+		if binary {
+			s.skipped.binary++
+			return
+		}
+		s.files++
+		if at < 0 {
+			return
+		}
+		first = at
+	} else {
+		if isBinary(data) {
+			s.skipped.binary++
+			return
+		}
+		s.files++
 	}
-	s.files++
-	s.scan(shown, data)
+	s.scan(data, first, shown, q)
 }
 
 // read reads a whole file into the reusable buffer; false if it could not
@@ -233,14 +378,17 @@ func (s *searcher) read(abs string) ([]byte, bool) {
 }
 
 // scan reports every line of data with a match, once, at the column of
-// its first match.
-func (s *searcher) scan(shown string, data []byte) {
+// its first match; first is where the first match is, if known (else -1).
+// The file is shown as search says.
+func (s *searcher) scan(data []byte, first int, shown string, q queued) {
 	line, lineStart, counted := 1, 0, 0
 	pos := 0
 	for pos <= len(data) && !s.done {
 		var at int
-		if s.literal != nil {
-			i := bytes.Index(data[pos:], s.literal)
+		if first >= 0 {
+			at, first = first, -1
+		} else if s.literal != nil {
+			i := s.literal.Index(data[pos:])
 			if i < 0 {
 				return
 			}
@@ -274,6 +422,9 @@ func (s *searcher) scan(shown string, data []byte) {
 				cut--
 			}
 			text = append(text[:cut:cut], "…"...)
+		}
+		if shown == "" {
+			shown = s.ms.Display(s.dirs[q.dir] + "/" + q.name)
 		}
 		s.add(fmt.Sprintf("%s:%d:%d: %s\n", shown, line, col, text))
 		pos = end + 1

@@ -51,6 +51,10 @@ func Compile(pattern string) (*Glob, error) {
 	return g, nil
 }
 
+// BaseOnly reports whether the pattern is matched against the last path
+// element alone (it has no "/").
+func (g *Glob) BaseOnly() bool { return g.baseOnly }
+
 // Match reports whether the slash-separated relative path p matches.
 func (g *Glob) Match(p string) bool {
 	if g.baseOnly {

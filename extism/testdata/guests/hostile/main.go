@@ -39,6 +39,7 @@ type sizeArgs struct {
 
 func init() {
 	guest.Register(
+		batchTool(),
 		guest.Func("echo", "Returns its arguments.", anyObject, func(in map[string]any) (map[string]any, error) {
 			return in, nil
 		}),

@@ -1,0 +1,80 @@
+package extism
+
+import "golang.org/x/sys/unix"
+
+// batchSupported: files are read in batches (batchread.go).
+const batchSupported = true
+
+// readBatchFile reads the regular file name of the directory dirFD, at
+// most limit bytes, into a buffer of getBuffer's. It opens name without
+// following a symbolic link, and non-blocking, so that a FIFO put in a
+// file's place cannot hold the read up; whatever is not a regular file is
+// refused unread. It returns a WASI errno (0 when data holds the file),
+// and the file's size.
+func readBatchFile(dirFD int, name string, limit int64) (status uint32, size int64, data []byte) {
+	if dirFD < 0 {
+		return wasiEBADF, 0, nil
+	}
+	var fd int
+	if err := ignoringEINTR(func() (err error) {
+		fd, err = unix.Openat(dirFD, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+		return err
+	}); err != nil {
+		return wasiErrno(err), 0, nil
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := ignoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
+		return wasiErrno(err), 0, nil
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFDIR:
+		return wasiEISDIR, 0, nil
+	default:
+		return wasiEINVAL, 0, nil
+	}
+	if st.Size > limit {
+		return wasiEFBIG, st.Size, nil
+	}
+	// One byte more than the size, so that a file read whole is known to
+	// be at its end after one read; a file that grew is read on.
+	want := int(st.Size) + 1
+	buf := getBuffer(want)
+	buf = buf[:cap(buf)]
+	n := 0
+	for {
+		if n == len(buf) {
+			if int64(n) > limit {
+				putBuffer(buf)
+				return wasiEFBIG, int64(n), nil
+			}
+			old := buf
+			buf = append(getBuffer(2*n), old...)
+			buf = buf[:cap(buf)]
+			putBuffer(old)
+		}
+		var got int
+		if err := ignoringEINTR(func() (err error) {
+			got, err = unix.Read(fd, buf[n:])
+			return err
+		}); err != nil {
+			putBuffer(buf)
+			return wasiErrno(err), 0, nil
+		}
+		if got == 0 {
+			break
+		}
+		n += got
+		if n < want && int64(n) == st.Size {
+			// As large as it was, and the read stopped short of the
+			// byte more: the end (a regular file reads whole).
+			break
+		}
+	}
+	if int64(n) > limit {
+		putBuffer(buf)
+		return wasiEFBIG, int64(n), nil
+	}
+	return 0, int64(n), buf[:n]
+}

@@ -1,0 +1,263 @@
+//go:build linux
+
+package extism
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/toolhost/toolhost/plugin"
+)
+
+type batchRecordOut struct {
+	Status uint32 `json:"status"`
+	Size   int64  `json:"size"`
+	Data   string `json:"data"`
+	Sum    int    `json:"sum"`
+}
+
+type batchOutput struct {
+	Submit int32            `json:"submit"`
+	Takes  []int32          `json:"takes"`
+	Read   []batchRecordOut `json:"read"`
+}
+
+// batchCall runs the hostile guest's batchread tool with dir mounted at
+// /workspace.
+func batchCall(t *testing.T, tool plugin.Tool, spec *plugin.Spec, args map[string]any) (batchOutput, error) {
+	t.Helper()
+	res, err := call(t, tool, spec, args, nil)
+	if err != nil {
+		return batchOutput{}, err
+	}
+	var out batchOutput
+	if err := json.Unmarshal(res.StructuredContent, &out); err != nil {
+		t.Fatalf("batchread output %s: %v", res.StructuredContent, err)
+	}
+	return out, nil
+}
+
+// TestBatchRead reads files through toolhost_fs_submit/take: contents in
+// the order named, and every name that is not a regular file of the mount
+// refused unread, without following links and without blocking.
+func TestBatchRead(t *testing.T) {
+	ws := t.TempDir()
+	outside := t.TempDir()
+	write := func(name, content string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("outside the mount"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write("a.txt", "alpha")
+	write("b.txt", "")
+	write("big.txt", strings.Repeat("x", 5000))
+	write("huge.bin", strings.Repeat("h", batchMaxFile+10))
+	if err := os.Mkdir(filepath.Join(ws, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "sub", "c.txt"), []byte("gamma"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{
+		"inside":  "a.txt",
+		"escape":  filepath.Join(outside, "secret"),
+		"dirlink": outside,
+	} {
+		if err := os.Symlink(target, filepath.Join(ws, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(ws, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	spec := mountSpec("batchread", ws, true)
+	tool := load(t, spec)
+
+	t.Run("contents in the order named", func(t *testing.T) {
+		out, err := batchCall(t, tool, &spec, map[string]any{
+			"dir": "/workspace", "names": []string{"big.txt", "a.txt", "b.txt", "missing", "a.txt"}, "max": 1 << 20, "take": -1,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []batchRecordOut{
+			{Size: 5000, Data: strings.Repeat("x", 5000)},
+			{Size: 5, Data: "alpha"},
+			{},
+			{Status: wasiENOENT},
+			{Size: 5, Data: "alpha"},
+		}
+		if out.Submit != 5 || fmt.Sprint(out.Read) != fmt.Sprint(want) {
+			t.Fatalf("submit %d, read %v; want 5, %v", out.Submit, out.Read, want)
+		}
+	})
+	t.Run("a subdirectory", func(t *testing.T) {
+		out, err := batchCall(t, tool, &spec, map[string]any{"dir": "/workspace/sub", "names": []string{"c.txt"}, "max": 100, "take": -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Read) != 1 || out.Read[0].Data != "gamma" {
+			t.Fatalf("read %+v", out)
+		}
+	})
+	t.Run("what is not a regular file is refused unread", func(t *testing.T) {
+		start := time.Now()
+		out, err := batchCall(t, tool, &spec, map[string]any{
+			"dir": "/workspace", "names": []string{"inside", "escape", "dirlink", "sub", "fifo", "big.txt", "huge.bin"}, "max": 4096, "take": -1,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []batchRecordOut{
+			{Status: wasiELOOP},  // a link is not followed, even inside the mount
+			{Status: wasiELOOP},  // nor out of it
+			{Status: wasiELOOP},  // nor to a directory
+			{Status: wasiEISDIR}, // a directory
+			{Status: wasiEINVAL}, // a FIFO, opened without waiting for a writer
+			{Status: wasiEFBIG, Size: 5000},
+			{Status: wasiEFBIG, Size: batchMaxFile + 10},
+		}
+		if fmt.Sprint(out.Read) != fmt.Sprint(want) {
+			t.Fatalf("read %v; want %v", out.Read, want)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("took %v: the FIFO blocked", d)
+		}
+	})
+	t.Run("a large max is capped at the batch limit", func(t *testing.T) {
+		out, err := batchCall(t, tool, &spec, map[string]any{"dir": "/workspace", "names": []string{"huge.bin"}, "max": 1 << 40, "take": -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Read) != 1 || out.Read[0].Status != wasiEFBIG || out.Read[0].Size != batchMaxFile+10 {
+			t.Fatalf("read %+v", out.Read)
+		}
+	})
+	t.Run("a take buffer too small is told the size", func(t *testing.T) {
+		out, err := batchCall(t, tool, &spec, map[string]any{"dir": "/workspace", "names": []string{"big.txt"}, "max": 1 << 20, "take": 1, "buf": 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Takes) != 1 || out.Takes[0] != -(recordHeader+5000) {
+			t.Fatalf("takes %v, want [%d]", out.Takes, -(recordHeader + 5000))
+		}
+	})
+	t.Run("nothing named: take answers 0", func(t *testing.T) {
+		out, err := batchCall(t, tool, &spec, map[string]any{"dir": "/workspace", "raw": "", "max": 10, "take": -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Submit != -wasiEINVAL || len(out.Takes) != 1 || out.Takes[0] != 0 {
+			t.Fatalf("%+v", out)
+		}
+	})
+	for _, tc := range []struct {
+		name string
+		args map[string]any
+		want int32
+	}{
+		{"a directory outside every mount", map[string]any{"dir": "/etc", "names": []string{"passwd"}}, -wasiENOENT},
+		{"a directory climbing out", map[string]any{"dir": "/workspace/../etc", "names": []string{"passwd"}}, -wasiEINVAL},
+		{"a relative directory", map[string]any{"dir": "workspace", "names": []string{"a.txt"}}, -wasiEINVAL},
+		{"a directory link out of the mount", map[string]any{"dir": "/workspace/dirlink", "names": []string{"secret"}}, -wasiEPERM},
+		{"a file as the directory", map[string]any{"dir": "/workspace/a.txt", "names": []string{"x"}}, -wasiENOTDIR},
+		{"a name with a slash", map[string]any{"dir": "/workspace", "names": []string{"sub/c.txt"}}, -wasiEINVAL},
+		{"a name climbing out", map[string]any{"dir": "/workspace/sub", "names": []string{".."}}, -wasiEINVAL},
+		{"an empty name", map[string]any{"dir": "/workspace", "raw": "a.txt\x00\x00b.txt"}, -wasiEINVAL},
+		{"a name too long", map[string]any{"dir": "/workspace", "names": []string{strings.Repeat("n", 256)}}, -wasiEINVAL},
+		{"a NUL in the directory", map[string]any{"dir": "/workspace\x00/x", "names": []string{"a.txt"}}, -wasiEINVAL},
+		{"no max", map[string]any{"dir": "/workspace", "names": []string{"a.txt"}, "max": 0}, -wasiEINVAL},
+		{"names out of memory", map[string]any{"dir": "/workspace", "bad_pointer": true}, -wasiEFAULT},
+	} {
+		t.Run("refused: "+tc.name, func(t *testing.T) {
+			args := map[string]any{"max": 100, "take": -1}
+			for k, v := range tc.args {
+				args[k] = v
+			}
+			out, err := batchCall(t, tool, &spec, args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Submit != tc.want || len(out.Read) != 0 {
+				t.Fatalf("submit %d, read %v; want %d and nothing read", out.Submit, out.Read, tc.want)
+			}
+		})
+	}
+	t.Run("bytes taken count against file_bytes_read", func(t *testing.T) {
+		sp := mountSpec("batchread", ws, true)
+		sp.Limits.FileBytesRead = 3000
+		tl := load(t, sp)
+		_, err := batchCall(t, tl, &sp, map[string]any{"dir": "/workspace", "names": []string{"a.txt", "big.txt"}, "max": 1 << 20, "take": -1})
+		wantLimit(t, err, "file_bytes_read")
+	})
+}
+
+// TestBatchReadEndsWithTheCall: files named and never taken are not read
+// after the call, their directories are closed, and the host serves on.
+func TestBatchReadEndsWithTheCall(t *testing.T) {
+	ws := t.TempDir()
+	var names []string
+	for i := range 2000 {
+		n := fmt.Sprintf("f%04d", i)
+		names = append(names, n)
+		if err := os.WriteFile(filepath.Join(ws, n), []byte(strings.Repeat("z", 3000)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec := mountSpec("batchread", ws, true)
+	spec.Limits.Pool = -1 // no instances made ahead, holding descriptors of their own
+	tool := load(t, spec)
+	fds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skip("no /proc/self/fd")
+		}
+		return len(ents)
+	}
+	// Warm up (pool, compilation), then count.
+	if _, err := batchCall(t, tool, &spec, map[string]any{"dir": "/workspace", "names": names[:1], "max": 1 << 20, "take": -1}); err != nil {
+		t.Fatal(err)
+	}
+	before := fds()
+	for range 5 {
+		out, err := batchCall(t, tool, &spec, map[string]any{"dir": "/workspace", "names": names, "max": 1 << 20, "take": 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Submit != int32(len(names)) || len(out.Read) < 3 {
+			t.Fatalf("submit %d, read %d", out.Submit, len(out.Read))
+		}
+	}
+	// More than batchMaxAhead is named: reading pauses until taken, and
+	// all of it arrives in order.
+	out, err := batchCall(t, tool, &spec, map[string]any{"dir": "/workspace", "names": names, "max": 1 << 20, "take": -1, "buf": 64 << 10, "sums": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Read) != len(names) {
+		t.Fatalf("read %d of %d", len(out.Read), len(names))
+	}
+	for i, r := range out.Read {
+		if r.Status != 0 || r.Size != 3000 || r.Sum != 3000*'z' {
+			t.Fatalf("record %d: status %d, %d bytes, sum %d", i, r.Status, r.Size, r.Sum)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for fds() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // the last instance is closed after the call
+	}
+	if n := fds(); n > before {
+		t.Fatalf("%d descriptors open after the calls, %d before", n, before)
+	}
+}

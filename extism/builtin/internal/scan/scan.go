@@ -1,0 +1,180 @@
+// Package scan finds bytes and literals in file contents eight bytes at a
+// time. Go's wasm port has no vector instructions, and its bytes.IndexByte
+// compares one byte per loop iteration; a search through thousands of
+// files spends most of its guest time there.
+package scan
+
+import (
+	"bytes"
+	"math/bits"
+	"unsafe"
+)
+
+const (
+	lo = 0x0101010101010101
+	hi = 0x8080808080808080
+)
+
+// IndexByte is bytes.IndexByte.
+func IndexByte(b []byte, c byte) int {
+	n := len(b)
+	i := 0
+	if n >= 8 {
+		p := unsafe.Pointer(unsafe.SliceData(b))
+		pat := uint64(c) * lo
+		// 32 bytes per iteration while nothing is found: a loop
+		// iteration costs a guest more than the arithmetic.
+		for ; i+32 <= n; i += 32 {
+			w0 := *(*uint64)(unsafe.Add(p, i)) ^ pat
+			w1 := *(*uint64)(unsafe.Add(p, i+8)) ^ pat
+			w2 := *(*uint64)(unsafe.Add(p, i+16)) ^ pat
+			w3 := *(*uint64)(unsafe.Add(p, i+24)) ^ pat
+			if ((w0-lo)&^w0|(w1-lo)&^w1|(w2-lo)&^w2|(w3-lo)&^w3)&hi != 0 {
+				break
+			}
+		}
+		for ; i+8 <= n; i += 8 {
+			// Little-endian load (wasm and the hosts toolhost runs on).
+			x := *(*uint64)(unsafe.Add(p, i)) ^ pat
+			// The lowest flagged byte is always a zero byte of x: only
+			// the bytes above a zero can be flagged falsely (borrow).
+			if t := (x - lo) &^ x & hi; t != 0 {
+				return i + bits.TrailingZeros64(t)/8
+			}
+		}
+	}
+	for ; i < n; i++ {
+		if b[i] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// IndexEither returns the index of the first a or b in s, or -1.
+func IndexEither(s []byte, a, b byte) int {
+	n := len(s)
+	i := 0
+	if n >= 8 {
+		p := unsafe.Pointer(unsafe.SliceData(s))
+		pa, pb := uint64(a)*lo, uint64(b)*lo
+		for ; i+16 <= n; i += 16 {
+			w0 := *(*uint64)(unsafe.Add(p, i))
+			w1 := *(*uint64)(unsafe.Add(p, i+8))
+			x0, y0, x1, y1 := w0^pa, w0^pb, w1^pa, w1^pb
+			if ((x0-lo)&^x0|(y0-lo)&^y0|(x1-lo)&^x1|(y1-lo)&^y1)&hi != 0 {
+				break
+			}
+		}
+		for ; i+8 <= n; i += 8 {
+			w := *(*uint64)(unsafe.Add(p, i))
+			x, y := w^pa, w^pb
+			// Each term's lowest flag is exact (IndexByte), so the
+			// lowest of both is.
+			if t := ((x-lo)&^x | (y-lo)&^y) & hi; t != 0 {
+				return i + bits.TrailingZeros64(t)/8
+			}
+		}
+	}
+	for ; i < n; i++ {
+		if s[i] == a || s[i] == b {
+			return i
+		}
+	}
+	return -1
+}
+
+// Finder finds one literal.
+type Finder struct {
+	needle []byte
+	rare   int // the offset in needle of the byte searched for first
+}
+
+// NewFinder returns a Finder of needle (not empty).
+func NewFinder(needle []byte) *Finder {
+	f := &Finder{needle: bytes.Clone(needle)}
+	for i, c := range needle {
+		if rank(c) < rank(needle[f.rare]) {
+			f.rare = i
+		}
+	}
+	return f
+}
+
+// Index is bytes.Index(s, needle).
+func (f *Finder) Index(s []byte) int {
+	m := len(f.needle)
+	if m > len(s) {
+		return -1
+	}
+	c := f.needle[f.rare]
+	// The needle starts at p when s[p+rare] == c; p is at most len(s)-m.
+	from, to := f.rare, len(s)-m+f.rare+1
+	for from < to {
+		k := IndexByte(s[from:to], c)
+		if k < 0 {
+			return -1
+		}
+		p := from + k - f.rare
+		if string(s[p:p+m]) == string(f.needle) {
+			return p
+		}
+		from += k + 1
+	}
+	return -1
+}
+
+// IndexOrNUL returns the index of the first needle in s (or -1), unless
+// s[:limit] holds a NUL byte, when it returns binary true: the test for a
+// binary file and the search, in one pass over s[:limit] (the needle
+// holds no NUL).
+func (f *Finder) IndexOrNUL(s []byte, limit int) (at int, binary bool) {
+	m := len(f.needle)
+	c := f.needle[f.rare]
+	lim := min(limit, len(s))
+	at = -1
+	for q := 0; q < lim; {
+		k := IndexEither(s[q:lim], 0, c)
+		if k < 0 {
+			break
+		}
+		q += k
+		if s[q] == 0 {
+			return -1, true
+		}
+		if p := q - f.rare; p >= 0 && p+m <= len(s) && string(s[p:p+m]) == string(f.needle) {
+			at = p
+			if IndexByte(s[q+1:lim], 0) >= 0 {
+				return -1, true
+			}
+			return at, false
+		}
+		q++
+	}
+	// No NUL in s[:lim], no match with its searched byte before lim.
+	from := max(0, lim-f.rare)
+	if i := f.Index(s[from:]); i >= 0 {
+		return from + i, false
+	}
+	return -1, false
+}
+
+// rank orders bytes by how common they are in source code and prose, most
+// common last: a literal is looked for by its least common byte.
+func rank(c byte) int {
+	switch {
+	case c == ' ' || c == 'e' || c == 't':
+		return 9
+	case c == '\t' || c == '\n' || c == 'a' || c == 'o' || c == 'i' || c == 'n' || c == 's' || c == 'r':
+		return 8
+	case c == 'l' || c == 'd' || c == 'c' || c == 'u' || c == 'h' || c == '(' || c == ')' || c == '.' || c == ',':
+		return 7
+	case c >= 'a' && c <= 'z', c == '_', c == '"', c == '=', c == ';', c == '{', c == '}':
+		return 5
+	case c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return 4
+	case c >= 0x80:
+		return 2
+	}
+	return 3
+}

@@ -1,0 +1,100 @@
+//go:build wasip1
+
+package main
+
+import (
+	"encoding/binary"
+	"strings"
+	"unsafe"
+
+	"github.com/toolhost/toolhost/shared/guest"
+)
+
+//go:wasmimport extism:host/user toolhost_fs_submit
+func fsSubmit(dir unsafe.Pointer, dirLen uint32, names unsafe.Pointer, namesLen uint32, max int64) int32
+
+// fsSubmitAt is fsSubmit with names given as an address.
+//
+//go:wasmimport extism:host/user toolhost_fs_submit
+func fsSubmitAt(dir unsafe.Pointer, dirLen uint32, names uint32, namesLen uint32, max int64) int32
+
+//go:wasmimport extism:host/user toolhost_fs_take
+func fsTake(out unsafe.Pointer, outCap uint32, wait uint32) int32
+
+// batchArgs drives toolhost_fs_submit and toolhost_fs_take directly, bad
+// pointers and all.
+type batchArgs struct {
+	Dir   string   `json:"dir"`
+	Names []string `json:"names"`
+	Max   int64    `json:"max"`
+	// Raw names, NUL-separated, instead of Names.
+	Raw *string `json:"raw"`
+	// BadPointer passes a names pointer past the end of memory.
+	BadPointer bool `json:"bad_pointer"`
+	// Take is how many records to take (-1: all); NoWait takes without
+	// waiting; Buf is the take buffer's size (default 1 MiB).
+	Take   int  `json:"take"`
+	NoWait bool `json:"no_wait"`
+	Buf    int  `json:"buf"`
+	// Sums returns the sum of each file's bytes instead of its bytes.
+	Sums bool `json:"sums"`
+}
+
+type batchRecord struct {
+	Status uint32 `json:"status"`
+	Size   int64  `json:"size"`
+	Data   string `json:"data,omitempty"`
+	Sum    int    `json:"sum,omitempty"`
+}
+
+type batchOut struct {
+	Submit int32         `json:"submit"`
+	Takes  []int32       `json:"takes,omitempty"`
+	Read   []batchRecord `json:"read,omitempty"`
+}
+
+func batchTool() guest.Tool {
+	return guest.Func("batchread", "Reads files through toolhost_fs_submit/take.", anyObject, func(in batchArgs) (batchOut, error) {
+		var out batchOut
+		raw := strings.Join(in.Names, "\x00")
+		if in.Raw != nil {
+			raw = *in.Raw
+		}
+		if in.BadPointer {
+			out.Submit = fsSubmitAt(unsafe.Pointer(unsafe.StringData(in.Dir)), uint32(len(in.Dir)), 0xfffffff0, 64, in.Max)
+		} else {
+			out.Submit = fsSubmit(unsafe.Pointer(unsafe.StringData(in.Dir)), uint32(len(in.Dir)), unsafe.Pointer(unsafe.StringData(raw)), uint32(len(raw)), in.Max)
+		}
+		if in.Buf == 0 {
+			in.Buf = 1 << 20
+		}
+		buf := make([]byte, in.Buf)
+		wait := uint32(1)
+		if in.NoWait {
+			wait = 0
+		}
+		for in.Take < 0 || len(out.Read) < in.Take {
+			n := fsTake(unsafe.Pointer(&buf[0]), uint32(len(buf)), wait)
+			out.Takes = append(out.Takes, n)
+			if n <= 0 {
+				break
+			}
+			for b := buf[:n]; len(b) > 0; {
+				r := batchRecord{Status: binary.LittleEndian.Uint32(b), Size: int64(binary.LittleEndian.Uint64(b[8:]))}
+				b = b[16:]
+				if r.Status == 0 {
+					if in.Sums {
+						for _, c := range b[:r.Size] {
+							r.Sum += int(c)
+						}
+					} else {
+						r.Data = string(b[:r.Size])
+					}
+					b = b[r.Size:]
+				}
+				out.Read = append(out.Read, r)
+			}
+		}
+		return out, nil
+	})
+}
