@@ -1,6 +1,7 @@
 package extism
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -49,6 +50,11 @@ const (
 	batchMaxAhead = 2 << 20
 	// batchMaxNames bounds the names of one submit, in bytes.
 	batchMaxNames = 1 << 20
+	// batchMaxFilter bounds a submit's filter.
+	batchMaxFilter = 4 << 10
+	// binaryPrefix is how much of a file is looked at for a NUL byte,
+	// the sign of a binary file (as git and grep tell).
+	binaryPrefix = 8 << 10
 	// recordHeader is the size of a record's header in the take buffer:
 	// status (u32), reserved (u32), size (u64), all little-endian.
 	recordHeader = 16
@@ -62,6 +68,7 @@ const (
 	wasiEBADF        = 8
 	wasiEFAULT       = 21
 	wasiEFBIG        = 22
+	wasiEILSEQ       = 25
 	wasiEINVAL       = 28
 	wasiEIO          = 29
 	wasiEISDIR       = 31
@@ -71,6 +78,7 @@ const (
 	wasiENFILE       = 41
 	wasiENOENT       = 44
 	wasiENOMEM       = 48
+	wasiENOMSG       = 49
 	wasiENOSYS       = 52
 	wasiENOTDIR      = 54
 	wasiEPERM        = 63
@@ -159,9 +167,10 @@ type batchDir struct {
 
 // batchJob is one file named by a submit.
 type batchJob struct {
-	dir  *batchDir
-	name string
-	max  int64
+	dir    *batchDir
+	name   string
+	max    int64
+	filter []byte // if set, the file is only returned if it holds it
 
 	done   bool
 	status uint32 // WASI errno; 0 when data holds the file
@@ -214,7 +223,7 @@ func (d *batchDir) release() {
 
 // submit queues names (files of dir) for reading; the workers start if
 // they are not running. It returns a WASI errno.
-func (b *batchReader) submit(dir *os.File, names []string, max int64) uint32 {
+func (b *batchReader) submit(dir *os.File, names []string, max int64, filter []byte) uint32 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.stopped {
@@ -231,7 +240,7 @@ func (b *batchReader) submit(dir *os.File, names []string, max int64) uint32 {
 	}
 	jobs := make([]batchJob, len(names))
 	for i, n := range names {
-		jobs[i] = batchJob{dir: d, name: n, max: max}
+		jobs[i] = batchJob{dir: d, name: n, max: max, filter: filter}
 		b.jobs = append(b.jobs, &jobs[i])
 	}
 	for b.running < batchWorkers && b.running < len(b.jobs)-b.next {
@@ -257,16 +266,39 @@ func (b *batchReader) read() {
 		b.next++
 		b.mu.Unlock()
 		j.status, j.size, j.data = readBatchFile(j.dir.fd, j.name, j.max)
+		j.applyFilter()
 		b.mu.Lock()
 		j.dir.release()
 		j.done = true
 		b.ahead += int64(len(j.data))
-		select {
-		case b.ready <- struct{}{}:
-		default:
+		if j == b.jobs[0] {
+			// The file a waiting take needs next (it takes the files
+			// after it that are read too): one wake-up, not one a file.
+			select {
+			case b.ready <- struct{}{}:
+			default:
+			}
 		}
 	}
 	b.running--
+}
+
+// applyFilter keeps a file read only if it is not binary and holds the
+// filter (when there is one): the guest learns the outcome, not the bytes.
+func (j *batchJob) applyFilter() {
+	if j.filter == nil || j.status != 0 {
+		return
+	}
+	switch {
+	case bytes.IndexByte(j.data[:min(len(j.data), binaryPrefix)], 0) >= 0:
+		j.status = wasiEILSEQ
+	case !bytes.Contains(j.data, j.filter):
+		j.status = wasiENOMSG
+	default:
+		return
+	}
+	putBuffer(j.data)
+	j.data = nil
 }
 
 // take writes the files read, in the order named, as records into out,
@@ -295,6 +327,9 @@ func (b *batchReader) take(out []byte, wait bool, done <-chan struct{}) (n int, 
 			copy(rec[recordHeader:], j.data)
 			n += need
 			taken += int64(len(j.data))
+			if j.status == wasiEILSEQ || j.status == wasiENOMSG {
+				taken += j.size // read, for the filter
+			}
 			b.ahead -= int64(len(j.data))
 			putBuffer(j.data)
 			j.data = nil
@@ -363,11 +398,13 @@ func (inst *instance) batchDirFor(dir string) (*os.File, uint32) {
 	return f, 0
 }
 
-// fsSubmit is toolhost_fs_submit(dir, dir_len, names, names_len, max):
-// read the files names (NUL-separated, each one element) of the directory
-// dir (an absolute guest path) in the background, each at most max bytes
-// (at most batchMaxFile). It returns the number of files queued, or
-// -errno.
+// fsSubmit is toolhost_fs_submit(dir, dir_len, names, names_len, max,
+// filter, filter_len): read the files names (NUL-separated, each one
+// element) of the directory dir (an absolute guest path) in the
+// background, each at most max bytes (at most batchMaxFile). With a filter
+// (filter_len > 0), a file with a NUL byte in its first 8 KiB comes back
+// as EILSEQ, and one that does not hold the filter as ENOMSG, without
+// their bytes. It returns the number of files queued, or -errno.
 func fsSubmit(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
 	inst := instanceFrom(ctx)
 	ret := func(v int32) { stack[0] = uint64(uint32(v)) }
@@ -383,13 +420,14 @@ func fsSubmit(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
 	}
 	dirB, ok1 := guestBytes(mem, stack[0], stack[1])
 	namesB, ok2 := guestBytes(mem, stack[2], stack[3])
-	if !ok1 || !ok2 {
+	filterB, ok3 := guestBytes(mem, stack[5], stack[6])
+	if !ok1 || !ok2 || !ok3 {
 		ret(-wasiEFAULT)
 		return
 	}
 	max := int64(stack[4])
 	dir := string(dirB)
-	if max <= 0 || len(namesB) == 0 || len(namesB) > batchMaxNames || len(dir) > 4096 ||
+	if max <= 0 || len(namesB) == 0 || len(namesB) > batchMaxNames || len(filterB) > batchMaxFilter || len(dir) > 4096 ||
 		!strings.HasPrefix(dir, "/") || path.Clean(dir) != dir || strings.IndexByte(dir, 0) >= 0 {
 		ret(-wasiEINVAL)
 		return
@@ -410,7 +448,11 @@ func fsSubmit(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
 	if inst.batch == nil {
 		inst.batch = newBatchReader()
 	}
-	if e := inst.batch.submit(f, names, max); e != 0 {
+	var filter []byte
+	if len(filterB) > 0 {
+		filter = bytes.Clone(filterB)
+	}
+	if e := inst.batch.submit(f, names, max, filter); e != 0 {
 		ret(-int32(e))
 		return
 	}

@@ -62,6 +62,8 @@ func TestBatchRead(t *testing.T) {
 	write("b.txt", "")
 	write("big.txt", strings.Repeat("x", 5000))
 	write("huge.bin", strings.Repeat("h", batchMaxFile+10))
+	write("nul.bin", "alpha\x00")
+	write("late-nul.txt", strings.Repeat("y", binaryPrefix)+"\x00alpha")
 	if err := os.Mkdir(filepath.Join(ws, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -135,6 +137,33 @@ func TestBatchRead(t *testing.T) {
 			t.Fatalf("took %v: the FIFO blocked", d)
 		}
 	})
+	t.Run("a filter: only files holding it come back whole", func(t *testing.T) {
+		out, err := batchCall(t, tool, &spec, map[string]any{
+			"dir": "/workspace", "names": []string{"a.txt", "b.txt", "nul.bin", "late-nul.txt", "big.txt", "missing", "huge.bin"},
+			"max": 1 << 20, "take": -1, "filter": "alph",
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []batchRecordOut{
+			{Size: 5, Data: "alpha"},
+			{Status: wasiENOMSG},          // empty
+			{Status: wasiEILSEQ, Size: 6}, // a NUL in the first 8 KiB
+			{Size: binaryPrefix + 6, Data: strings.Repeat("y", binaryPrefix) + "\x00alpha"}, // a NUL after them
+			{Status: wasiENOMSG, Size: 5000},
+			{Status: wasiENOENT},
+			{Status: wasiEFBIG, Size: batchMaxFile + 10},
+		}
+		if fmt.Sprint(out.Read) != fmt.Sprint(want) {
+			t.Fatalf("read %v; want %v", out.Read, want)
+		}
+		// What the filter read counts as read.
+		sp := mountSpec("batchread", ws, true)
+		sp.Limits.FileBytesRead = 4000
+		tl := load(t, sp)
+		_, err = batchCall(t, tl, &sp, map[string]any{"dir": "/workspace", "names": []string{"big.txt"}, "max": 1 << 20, "take": -1, "filter": "alph"})
+		wantLimit(t, err, "file_bytes_read")
+	})
 	t.Run("a large max is capped at the batch limit", func(t *testing.T) {
 		out, err := batchCall(t, tool, &spec, map[string]any{"dir": "/workspace", "names": []string{"huge.bin"}, "max": 1 << 40, "take": -1})
 		if err != nil {
@@ -179,6 +208,7 @@ func TestBatchRead(t *testing.T) {
 		{"a NUL in the directory", map[string]any{"dir": "/workspace\x00/x", "names": []string{"a.txt"}}, -wasiEINVAL},
 		{"no max", map[string]any{"dir": "/workspace", "names": []string{"a.txt"}, "max": 0}, -wasiEINVAL},
 		{"names out of memory", map[string]any{"dir": "/workspace", "bad_pointer": true}, -wasiEFAULT},
+		{"a filter too long", map[string]any{"dir": "/workspace", "names": []string{"a.txt"}, "filter": strings.Repeat("f", batchMaxFilter+1)}, -wasiEINVAL},
 	} {
 		t.Run("refused: "+tc.name, func(t *testing.T) {
 			args := map[string]any{"max": 100, "take": -1}

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"io"
 	"io/fs"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 	"unsafe"
@@ -18,9 +20,23 @@ type direntState struct {
 	pos  int // next record in buf
 	end  int // bytes of records in buf
 	done bool
+
+	// The first entries, read ahead and sorted by name when they are the
+	// whole directory (head), served before the rest; from is the next
+	// to serve, and read says the read-ahead was made.
+	head []fs.DirEntry
+	from int
+	read bool
 }
 
-func (d *direntState) reset() { d.pos, d.end, d.done = 0, 0, false }
+func (d *direntState) reset() { *d = direntState{buf: d.buf} }
+
+// sortedMax is the largest directory whose listing comes sorted by name.
+// WASI leaves the order open; guests that want it sorted (the built-in
+// file tools all do) then find it so, and their sort, slow in wasm, has
+// nothing to do. A larger directory comes in the kernel's order, without
+// holding all of it in memory.
+const sortedMax = 1 << 14
 
 // The layout of struct linux_dirent64: d_ino u64, d_off s64, d_reclen
 // u16, d_type u8, then the NUL-terminated name.
@@ -31,12 +47,49 @@ const (
 )
 
 // ReadDir returns up to n entries (all when n <= 0) with the names and
-// types getdents gives, as fs.ReadDirFile does. Only an entry whose type
-// the filesystem does not report (DT_UNKNOWN) is examined with fstatat,
+// types getdents gives, as fs.ReadDirFile does, sorted by name when the
+// directory has at most sortedMax entries. Only an entry whose type the
+// filesystem does not report (DT_UNKNOWN) is examined with fstatat,
 // relative to this directory and without following a symbolic link: the
 // name is one element the directory itself returned, so it cannot lead
 // outside it.
 func (l *hostFile) ReadDir(n int) ([]fs.DirEntry, error) {
+	d := &l.ds
+	if !d.read {
+		d.read = true
+		head, err := l.readDirents(sortedMax + 1)
+		if err != nil && err != io.EOF {
+			return nil, err
+		}
+		if len(head) <= sortedMax && d.done && d.pos >= d.end {
+			slices.SortFunc(head, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+		}
+		d.head, d.from = head, 0
+	}
+	if d.from < len(d.head) {
+		k := len(d.head) - d.from
+		if n > 0 {
+			k = min(k, n)
+		}
+		out := d.head[d.from : d.from+k : d.from+k]
+		d.from += k
+		if d.from == len(d.head) {
+			d.head, d.from = nil, 0
+		}
+		if n <= 0 {
+			rest, err := l.readDirents(0)
+			if err != nil {
+				return out, nil // the error comes again with the next call
+			}
+			out = append(out, rest...)
+		}
+		return out, nil
+	}
+	return l.readDirents(n)
+}
+
+// readDirents is ReadDir in the kernel's order.
+func (l *hostFile) readDirents(n int) ([]fs.DirEntry, error) {
 	d := &l.ds
 	var out []fs.DirEntry
 	for n <= 0 || len(out) < n {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -342,12 +343,80 @@ func TestListingUnknownType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ents) != 3 || ents[0].Name() != "d" || !ents[0].IsDir() || ents[1].Name() != "f" || ents[1].Type() != 0 ||
-		ents[2].Name() != "dangling" || ents[2].Type() != fs.ModeSymlink {
+	if len(ents) != 3 || ents[0].Name() != "d" || !ents[0].IsDir() || ents[1].Name() != "dangling" || ents[1].Type() != fs.ModeSymlink ||
+		ents[2].Name() != "f" || ents[2].Type() != 0 {
 		t.Errorf("entries: %v", ents)
 	}
 	if _, err := (&dirent{name: "x"}).Info(); err == nil {
 		t.Error("Info without a directory: no error")
+	}
+}
+
+// TestListingSorted: a directory of up to sortedMax entries is listed
+// sorted by name, whatever the batches it is read in, and again after a
+// rewind; a larger one is listed whole, in the kernel's order.
+func TestListingSorted(t *testing.T) {
+	small := t.TempDir()
+	var want []string
+	for i := range 300 {
+		n := fmt.Sprintf("%x-%d", (i*7919)%1000, i)
+		want = append(want, n)
+		if err := os.WriteFile(filepath.Join(small, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(want)
+	names := func(l *hostFile, batch int) []string {
+		t.Helper()
+		var out []string
+		for {
+			ents, err := l.ReadDir(batch)
+			for _, e := range ents {
+				out = append(out, e.Name())
+			}
+			if err == io.EOF || batch <= 0 {
+				return out
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	f, err := os.Open(small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &hostFile{f: f}
+	defer l.Close()
+	for _, batch := range []int{7, -1, 1, 1000} {
+		if _, err := l.Seek(0, io.SeekStart); err != nil {
+			t.Fatal(err)
+		}
+		if got := names(l, batch); !slices.Equal(got, want) {
+			t.Fatalf("batches of %d: %d names, sorted %v", batch, len(got), slices.IsSorted(got))
+		}
+	}
+	// A larger one, as getdents would return it (names in descending
+	// order), comes in that order.
+	var buf []byte
+	for i := sortedMax + 10; i > 0; i-- {
+		name := fmt.Sprintf("%06d", i)
+		rec := make([]byte, (direntName+len(name)+1+7)&^7)
+		binary.NativeEndian.PutUint16(rec[direntReclen:], uint16(len(rec)))
+		rec[direntType] = syscall.DT_REG
+		copy(rec[direntName:], name)
+		buf = append(buf, rec...)
+	}
+	g, err := os.Open(small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lg := &hostFile{f: g}
+	defer lg.Close()
+	lg.ds = direntState{buf: buf, end: len(buf), done: true}
+	got := names(lg, 500)
+	if len(got) != sortedMax+10 || got[0] != fmt.Sprintf("%06d", sortedMax+10) || !slices.IsSortedFunc(got, func(a, b string) int { return -strings.Compare(a, b) }) {
+		t.Fatalf("large directory: %d names, first %q; want %d in getdents order", len(got), got[0], sortedMax+10)
 	}
 }
 

@@ -5,7 +5,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -101,7 +100,7 @@ func list(c *guest.Call) (*guest.Result, error) {
 		if err != nil {
 			return err
 		}
-		slices.SortFunc(entries, func(a, b mounts.Entry) int { return strings.Compare(a.Name, b.Name) })
+		mounts.SortEntries(entries)
 		for _, de := range entries {
 			if stopped {
 				return nil

@@ -64,6 +64,7 @@ type searcher struct {
 	ms      mounts.Set
 	name    *match.Glob
 	literal *scan.Finder
+	filter  []byte // what the host may look for in files before they come (literal)
 	re      *regexp.Regexp
 	content bool
 	max     int
@@ -134,6 +135,7 @@ func search(c *guest.Call) (*guest.Result, error) {
 			s.re = re
 		case caseSensitive:
 			s.literal = scan.NewFinder([]byte(in.Pattern))
+			s.filter = []byte(in.Pattern)
 		default:
 			s.re = regexp.MustCompile("(?i)" + regexp.QuoteMeta(in.Pattern))
 		}
@@ -177,7 +179,7 @@ func (s *searcher) walk(dir, rel string) {
 	if err != nil {
 		return
 	}
-	slices.SortFunc(entries, func(a, b mounts.Entry) int { return strings.Compare(a.Name, b.Name) })
+	mounts.SortEntries(entries)
 	mark := s.ig.Len()
 	defer s.ig.Truncate(mark)
 	for _, de := range entries {
@@ -252,7 +254,7 @@ func (s *searcher) flush() {
 			s.drain(true)
 		}
 		dir := s.dirs[s.queue[s.submitted].dir]
-		if err := s.batch.Submit(dir, s.names[:n], s.maxSize); err != nil {
+		if err := s.batch.Submit(dir, s.names[:n], s.maxSize, s.filter); err != nil {
 			// Not read by the host: what is queued before them first,
 			// then these, file by file.
 			later := slices.Clone(s.queue[s.submitted:])
@@ -298,6 +300,10 @@ func (s *searcher) drain(wait bool) {
 		switch {
 		case rd.Err == nil:
 			s.search(rd.Data, "", q)
+		case rd.Err == mounts.ErrNoMatch:
+			s.files++
+		case rd.Err == mounts.ErrBinary:
+			s.skipped.binary++
 		case errors.Is(rd.Err, syscall.EFBIG) && rd.Size <= s.maxSize:
 			// Over what the host reads in a batch, not over the limit.
 			abs := s.dirs[q.dir] + "/" + q.name

@@ -3,6 +3,8 @@
 package mounts
 
 import (
+	"slices"
+	"strings"
 	"syscall"
 	"unsafe"
 )
@@ -236,6 +238,18 @@ func (s Set) ReadDir(abs string, buf []byte) ([]Entry, []byte, error) {
 	}
 }
 
+// SortEntries sorts entries by name. The host lists small directories
+// sorted already (a sort costs a guest a function call a comparison): a
+// sorted listing is only checked.
+func SortEntries(entries []Entry) {
+	for i := 1; i < len(entries); i++ {
+		if entries[i].Name < entries[i-1].Name {
+			slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
+			return
+		}
+	}
+}
+
 func le32(b []byte) uint32 {
 	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 }
@@ -243,7 +257,7 @@ func le32(b []byte) uint32 {
 func le64(b []byte) uint64 { return uint64(le32(b)) | uint64(le32(b[4:]))<<32 }
 
 //go:wasmimport extism:host/user toolhost_fs_submit
-func fsSubmit(dir unsafe.Pointer, dirLen uint32, names unsafe.Pointer, namesLen uint32, max int64) int32
+func fsSubmit(dir unsafe.Pointer, dirLen uint32, names unsafe.Pointer, namesLen uint32, max int64, filter unsafe.Pointer, filterLen uint32) int32
 
 //go:wasmimport extism:host/user toolhost_fs_take
 func fsTake(out unsafe.Pointer, outCap uint32, wait uint32) int32
@@ -266,6 +280,12 @@ type Batch struct {
 // (not on Linux, say): the caller reads file by file.
 var ErrNoBatch = syscall.ENOSYS
 
+// What a file read with a filter can come back as instead of its bytes.
+var (
+	ErrBinary  = syscall.EILSEQ // a NUL byte in its first 8 KiB
+	ErrNoMatch = syscall.ENOMSG // the filter is not in it
+)
+
 // BatchMaxQueued is how many files may be named and not yet returned by
 // Next; Submit refuses more.
 const BatchMaxQueued = 1 << 14
@@ -276,8 +296,11 @@ func (b *Batch) Pending() int { return b.pending }
 // Submit names files of the directory dir (a path Resolve returned, or
 // one joined below it) to be read, each if it is a regular file of at most
 // max bytes (the host reads at most 1 MiB per file; a larger file comes
-// back as too large, with its size). names are single path elements.
-func (b *Batch) Submit(dir string, names []string, max int64) error {
+// back as too large, with its size). names are single path elements. With
+// a filter, a binary file (a NUL byte in its first 8 KiB) comes back as
+// ErrBinary and one that does not hold filter as ErrNoMatch, without its
+// bytes.
+func (b *Batch) Submit(dir string, names []string, max int64, filter []byte) error {
 	if b.off {
 		return ErrNoBatch
 	}
@@ -294,7 +317,11 @@ func (b *Batch) Submit(dir string, names []string, max int64) error {
 		}
 		b.names = append(b.names, n...)
 	}
-	r := fsSubmit(unsafe.Pointer(unsafe.StringData(dir)), uint32(len(dir)), unsafe.Pointer(&b.names[0]), uint32(len(b.names)), max)
+	var fp unsafe.Pointer
+	if len(filter) > 0 {
+		fp = unsafe.Pointer(&filter[0])
+	}
+	r := fsSubmit(unsafe.Pointer(unsafe.StringData(dir)), uint32(len(dir)), unsafe.Pointer(&b.names[0]), uint32(len(b.names)), max, fp, uint32(len(filter)))
 	if r < 0 {
 		if syscall.Errno(-r) == syscall.ENOSYS {
 			b.off = true

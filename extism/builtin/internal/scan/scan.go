@@ -58,11 +58,15 @@ func IndexEither(s []byte, a, b byte) int {
 	if n >= 8 {
 		p := unsafe.Pointer(unsafe.SliceData(s))
 		pa, pb := uint64(a)*lo, uint64(b)*lo
-		for ; i+16 <= n; i += 16 {
+		for ; i+32 <= n; i += 32 {
 			w0 := *(*uint64)(unsafe.Add(p, i))
 			w1 := *(*uint64)(unsafe.Add(p, i+8))
+			w2 := *(*uint64)(unsafe.Add(p, i+16))
+			w3 := *(*uint64)(unsafe.Add(p, i+24))
 			x0, y0, x1, y1 := w0^pa, w0^pb, w1^pa, w1^pb
-			if ((x0-lo)&^x0|(y0-lo)&^y0|(x1-lo)&^x1|(y1-lo)&^y1)&hi != 0 {
+			x2, y2, x3, y3 := w2^pa, w2^pb, w3^pa, w3^pb
+			if ((x0-lo)&^x0|(y0-lo)&^y0|(x1-lo)&^x1|(y1-lo)&^y1|
+				(x2-lo)&^x2|(y2-lo)&^y2|(x3-lo)&^x3|(y3-lo)&^y3)&hi != 0 {
 				break
 			}
 		}
