@@ -20,8 +20,69 @@ const maxAlternatives = 256
 
 // Glob is a compiled glob pattern.
 type Glob struct {
-	alts     [][]string // each alternative, split into elements
+	alts     [][]elem // each alternative, split into elements
 	baseOnly bool
+}
+
+// elem is one compiled pattern element. The common shapes ("*.go",
+// "Makefile", "test_*", "*_test*") are string comparisons; the rest goes
+// to path.Match, which a search calls for every file it walks.
+type elem struct {
+	pat  string
+	kind elemKind
+	lit  string // the pattern without its stars, for the simple kinds
+}
+
+type elemKind uint8
+
+const (
+	general    elemKind = iota // path.Match
+	doubleStar                 // "**": any number of elements
+	exact                      // no wildcard
+	prefix                     // "lit*"
+	suffix                     // "*lit"
+	contains                   // "*lit*"
+)
+
+func compileElem(el string) elem {
+	e := elem{pat: el}
+	if el == "**" {
+		e.kind = doubleStar
+		return e
+	}
+	inner := strings.TrimSuffix(strings.TrimPrefix(el, "*"), "*")
+	if strings.ContainsAny(inner, "*?[\\") {
+		return e
+	}
+	lead, trail := strings.HasPrefix(el, "*"), len(el) > 1 && strings.HasSuffix(el, "*")
+	e.lit = inner
+	switch {
+	case lead && trail:
+		e.kind = contains
+	case lead:
+		e.kind = suffix
+	case trail:
+		e.kind = prefix
+	default:
+		e.kind = exact
+	}
+	return e
+}
+
+// match matches one path element (not for doubleStar).
+func (e *elem) match(name string) bool {
+	switch e.kind {
+	case exact:
+		return name == e.lit
+	case prefix:
+		return strings.HasPrefix(name, e.lit)
+	case suffix:
+		return strings.HasSuffix(name, e.lit)
+	case contains:
+		return strings.Contains(name, e.lit)
+	}
+	ok, _ := path.Match(e.pat, name)
+	return ok
 }
 
 // Compile checks and compiles a glob pattern.
@@ -37,14 +98,14 @@ func Compile(pattern string) (*Glob, error) {
 	for _, a := range alts {
 		a = strings.TrimPrefix(a, "./")
 		a = strings.TrimPrefix(a, "/")
-		els := strings.Split(a, "/")
-		for _, el := range els {
-			if el == "**" {
-				continue
+		var els []elem
+		for _, el := range strings.Split(a, "/") {
+			if el != "**" {
+				if _, err := path.Match(el, ""); err != nil {
+					return nil, fmt.Errorf("glob %q: bad pattern element %q", pattern, el)
+				}
 			}
-			if _, err := path.Match(el, ""); err != nil {
-				return nil, fmt.Errorf("glob %q: bad pattern element %q", pattern, el)
-			}
+			els = append(els, compileElem(el))
 		}
 		g.alts = append(g.alts, els)
 	}
@@ -59,6 +120,18 @@ func (g *Glob) BaseOnly() bool { return g.baseOnly }
 func (g *Glob) Match(p string) bool {
 	if g.baseOnly {
 		p = path.Base(p)
+		simple := true
+		for i := range g.alts {
+			a := g.alts[i]
+			if len(a) != 1 || a[0].kind == doubleStar {
+				simple = false
+			} else if a[0].match(p) {
+				return true
+			}
+		}
+		if simple {
+			return false
+		}
 	}
 	els := strings.Split(p, "/")
 	for _, a := range g.alts {
@@ -71,9 +144,9 @@ func (g *Glob) Match(p string) bool {
 
 // matchElems matches pattern elements against path elements, "**"
 // standing for any number of elements.
-func matchElems(pat, els []string) bool {
+func matchElems(pat []elem, els []string) bool {
 	for len(pat) > 0 {
-		if pat[0] == "**" {
+		if pat[0].kind == doubleStar {
 			rest := pat[1:]
 			for i := 0; i <= len(els); i++ {
 				if matchElems(rest, els[i:]) {
@@ -85,7 +158,7 @@ func matchElems(pat, els []string) bool {
 		if len(els) == 0 {
 			return false
 		}
-		if ok, _ := path.Match(pat[0], els[0]); !ok {
+		if !pat[0].match(els[0]) {
 			return false
 		}
 		pat, els = pat[1:], els[1:]

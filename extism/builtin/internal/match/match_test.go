@@ -1,6 +1,7 @@
 package match
 
 import (
+	"path"
 	"strings"
 	"testing"
 )
@@ -92,6 +93,26 @@ func FuzzGlob(f *testing.F) {
 		g.Match(p)
 		if !strings.ContainsAny(pattern, `*?[]{}\`) && !strings.HasPrefix(pattern, "/") && !strings.HasPrefix(pattern, "./") && !strings.Contains(pattern, "//") && !g.Match(pattern) {
 			t.Fatalf("literal %q does not match itself", pattern)
+		}
+	})
+}
+
+// FuzzElem: a compiled pattern element matches what path.Match matches.
+func FuzzElem(f *testing.F) {
+	for _, c := range [][2]string{{"*.go", "main.go"}, {"*", ""}, {"a*", "abc"}, {"*b*", "abc"}, {"*\\*", "*"}, {"Makefile", "Makefile"}, {"*.", "."}, {"[a-z]*", "q"}} {
+		f.Add(c[0], c[1])
+	}
+	f.Fuzz(func(t *testing.T, pat, name string) {
+		if strings.Contains(pat, "/") || strings.Contains(name, "/") || pat == "**" {
+			return
+		}
+		want, err := path.Match(pat, name)
+		if err != nil {
+			return
+		}
+		e := compileElem(pat)
+		if got := e.match(name); got != want {
+			t.Fatalf("%q (kind %d) on %q: %v, path.Match %v", pat, e.kind, name, got, want)
 		}
 	})
 }
