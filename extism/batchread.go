@@ -45,8 +45,12 @@ const (
 	batchMaxFile = 1 << 20
 	// batchMaxQueued is how many files may be named and not yet taken.
 	batchMaxQueued = 1 << 14
-	// batchMaxAhead is how many bytes may be read and not yet taken;
-	// reading pauses there until the guest takes.
+	// batchMaxDirs is how many directories one call's reading holds open
+	// (those with files named and not yet read).
+	batchMaxDirs = 64
+	// batchMaxAhead is how many bytes may be read and not yet taken
+	// (buffers held, and what a filter read and dropped); reading pauses
+	// there until the guest takes.
 	batchMaxAhead = 2 << 20
 	// batchMaxNames bounds the names of one submit, in bytes.
 	batchMaxNames = 1 << 20
@@ -81,6 +85,7 @@ const (
 	wasiENOMSG       = 49
 	wasiENOSYS       = 52
 	wasiENOTDIR      = 54
+	wasiENXIO        = 60
 	wasiEPERM        = 63
 )
 
@@ -123,6 +128,8 @@ func wasiErrno(err error) uint32 {
 		return wasiENAMETOOLONG
 	case syscall.EAGAIN:
 		return wasiEAGAIN
+	case syscall.ENXIO:
+		return wasiENXIO // a socket
 	}
 	return wasiEIO
 }
@@ -158,8 +165,10 @@ func putBuffer(b []byte) {
 	buffers[c].Put(&b)
 }
 
-// batchDir is a directory opened for one submit, shared by its files.
+// batchDir is a directory of which files are named, open while some are
+// not yet read.
 type batchDir struct {
+	path string // as the guest named it
 	f    *os.File
 	fd   int // f's descriptor, valid while f is open
 	refs int // files not yet read
@@ -176,6 +185,7 @@ type batchJob struct {
 	status uint32 // WASI errno; 0 when data holds the file
 	size   int64
 	data   []byte
+	held   int64 // what it counts in ahead
 }
 
 // batchReader is one call's batch reading. Its goroutines stop when the
@@ -188,12 +198,13 @@ type batchReader struct {
 	next    int         // index in jobs of the next to read
 	running int
 	ahead   int64 // bytes read and not yet taken
+	dirs    map[string]*batchDir
 	stopped bool
 	wg      sync.WaitGroup
 }
 
 func newBatchReader() *batchReader {
-	b := &batchReader{ready: make(chan struct{}, 1)}
+	b := &batchReader{ready: make(chan struct{}, 1), dirs: map[string]*batchDir{}}
 	b.work.L = &b.mu
 	return b
 }
@@ -208,36 +219,52 @@ func (b *batchReader) stop() {
 	b.wg.Wait()
 	for i, j := range b.jobs {
 		if i >= b.next {
-			j.dir.release()
+			b.release(j.dir)
 		}
 		putBuffer(j.data)
 	}
 	b.jobs, b.next = nil, 0
 }
 
-func (d *batchDir) release() {
+// release drops a reference to d, closing it after the last.
+func (b *batchReader) release(d *batchDir) {
 	if d.refs--; d.refs == 0 {
 		d.f.Close()
+		delete(b.dirs, d.path)
 	}
 }
 
-// submit queues names (files of dir) for reading; the workers start if
-// they are not running. It returns a WASI errno.
-func (b *batchReader) submit(dir *os.File, names []string, max int64, filter []byte) uint32 {
+// submit queues names (files of the guest directory dir, which open
+// opens) for reading; the workers start if they are not running. It
+// returns a WASI errno.
+func (b *batchReader) submit(dir string, open func() (*os.File, uint32), names []string, max int64, filter []byte) uint32 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.stopped {
-		dir.Close()
 		return wasiEBADF
 	}
+	if len(names) > batchMaxQueued {
+		return wasiEINVAL // taking would not make room
+	}
 	if len(b.jobs)+len(names) > batchMaxQueued {
-		dir.Close()
 		return wasiEAGAIN
 	}
-	d := &batchDir{f: dir, fd: -1, refs: len(names)}
-	if rc, err := dir.SyscallConn(); err == nil {
-		_ = rc.Control(func(fd uintptr) { d.fd = int(fd) })
+	d := b.dirs[dir]
+	if d == nil {
+		if len(b.dirs) >= batchMaxDirs {
+			return wasiEAGAIN
+		}
+		f, e := open()
+		if e != 0 {
+			return e
+		}
+		d = &batchDir{path: dir, f: f, fd: -1}
+		if rc, err := f.SyscallConn(); err == nil {
+			_ = rc.Control(func(fd uintptr) { d.fd = int(fd) })
+		}
+		b.dirs[dir] = d
 	}
+	d.refs += len(names)
 	jobs := make([]batchJob, len(names))
 	for i, n := range names {
 		jobs[i] = batchJob{dir: d, name: n, max: max, filter: filter}
@@ -267,10 +294,14 @@ func (b *batchReader) read() {
 		b.mu.Unlock()
 		j.status, j.size, j.data = readBatchFile(j.dir.fd, j.name, j.max)
 		j.applyFilter()
+		j.held = int64(cap(j.data))
+		if j.status == wasiEILSEQ || j.status == wasiENOMSG {
+			j.held = j.size // read all the same
+		}
 		b.mu.Lock()
-		j.dir.release()
+		b.release(j.dir)
 		j.done = true
-		b.ahead += int64(len(j.data))
+		b.ahead += j.held
 		if j == b.jobs[0] {
 			// The file a waiting take needs next (it takes the files
 			// after it that are read too): one wake-up, not one a file.
@@ -330,7 +361,7 @@ func (b *batchReader) take(out []byte, wait bool, done <-chan struct{}) (n int, 
 			if j.status == wasiEILSEQ || j.status == wasiENOMSG {
 				taken += j.size // read, for the filter
 			}
-			b.ahead -= int64(len(j.data))
+			b.ahead -= j.held
 			putBuffer(j.data)
 			j.data = nil
 			b.jobs[i] = nil
@@ -440,11 +471,6 @@ func fsSubmit(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
 			return
 		}
 	}
-	f, e := inst.batchDirFor(dir)
-	if e != 0 {
-		ret(-int32(e))
-		return
-	}
 	if inst.batch == nil {
 		inst.batch = newBatchReader()
 	}
@@ -452,7 +478,8 @@ func fsSubmit(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
 	if len(filterB) > 0 {
 		filter = bytes.Clone(filterB)
 	}
-	if e := inst.batch.submit(f, names, max, filter); e != 0 {
+	open := func() (*os.File, uint32) { return inst.batchDirFor(dir) }
+	if e := inst.batch.submit(dir, open, names, max, filter); e != 0 {
 		ret(-int32(e))
 		return
 	}

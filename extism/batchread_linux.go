@@ -76,5 +76,9 @@ func readBatchFile(dirFD int, name string, limit int64) (status uint32, size int
 		putBuffer(buf)
 		return wasiEFBIG, int64(n), nil
 	}
+	if n == 0 {
+		putBuffer(buf)
+		return 0, 0, nil
+	}
 	return 0, int64(n), buf[:n]
 }

@@ -24,6 +24,7 @@ type batchRecordOut struct {
 
 type batchOutput struct {
 	Submit int32            `json:"submit"`
+	More   []int32          `json:"more"`
 	Takes  []int32          `json:"takes"`
 	Read   []batchRecordOut `json:"read"`
 }
@@ -290,4 +291,98 @@ func TestBatchReadEndsWithTheCall(t *testing.T) {
 	if n := fds(); n > before {
 		t.Fatalf("%d descriptors open after the calls, %d before", n, before)
 	}
+}
+
+// TestBatchReadBounds: a call's reading holds at most batchMaxDirs
+// directories open and pauses at batchMaxAhead bytes not taken, counting
+// what a filter read and dropped and the buffers' capacity; a directory
+// named twice is opened once.
+func TestBatchReadBounds(t *testing.T) {
+	ws := t.TempDir()
+	for i := range batchMaxDirs + 5 {
+		d := filepath.Join(ws, fmt.Sprintf("d%02d", i))
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "f"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var big []string
+	for i := range 3 {
+		n := fmt.Sprintf("big%d", i)
+		big = append(big, n)
+		if err := os.WriteFile(filepath.Join(ws, n), make([]byte, batchMaxFile), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("directories held", func(t *testing.T) {
+		spec := mountSpec("batchread", ws, true)
+		tool := load(t, spec)
+		// Three 1 MiB files fill the read-ahead: what is named after
+		// them stays unread, its directories open.
+		var more []map[string]any
+		for i := range batchMaxDirs + 2 {
+			more = append(more, map[string]any{"dir": fmt.Sprintf("/workspace/d%02d", i), "names": []string{"f"}})
+		}
+		out, err := batchCall(t, tool, &spec, map[string]any{"dir": "/workspace", "names": big, "max": batchMaxFile, "more": more, "take": 0, "sums": true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]int32, len(more))
+		for i := range want {
+			want[i] = 1
+		}
+		// The top directory is one; batchMaxDirs-1 more fit.
+		want[batchMaxDirs-1], want[batchMaxDirs], want[batchMaxDirs+1] = -wasiEAGAIN, -wasiEAGAIN, -wasiEAGAIN
+		if out.Submit != 3 || fmt.Sprint(out.More) != fmt.Sprint(want) {
+			t.Fatalf("submit %d, more %v; want 3, %v", out.Submit, out.More, want)
+		}
+	})
+
+	t.Run("read-ahead", func(t *testing.T) {
+		dir, err := os.Open(ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := newBatchReader()
+		defer b.stop()
+		open := func() (*os.File, uint32) { return dir, 0 }
+		var names []string
+		for range 8 {
+			names = append(names, big...) // 24 MiB, none holding the filter
+		}
+		if e := b.submit("/workspace", open, names, batchMaxFile, []byte("no such text")); e != 0 {
+			t.Fatal(e)
+		}
+		if e := b.submit("/workspace", open, names[:1], batchMaxFile, nil); e != 0 {
+			t.Fatal(e)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			b.mu.Lock()
+			next, ahead, running, dirs := b.next, b.ahead, b.running, len(b.dirs)
+			b.mu.Unlock()
+			if dirs != 1 {
+				t.Fatalf("%d directories open for one", dirs)
+			}
+			if ahead > batchMaxAhead+batchWorkers*(2*batchMaxFile) {
+				t.Fatalf("%d bytes ahead", ahead)
+			}
+			if ahead >= batchMaxAhead && next < len(names) {
+				break // paused, the rest unread
+			}
+			if running == 0 || time.Now().After(deadline) {
+				t.Fatalf("reading did not pause: next %d of %d, ahead %d", next, len(names)+1, ahead)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		out := make([]byte, 4<<20)
+		done := make(chan struct{})
+		n, taken := b.take(out, true, done)
+		if n <= 0 || taken < batchMaxFile {
+			t.Fatalf("take: %d bytes, %d counted", n, taken)
+		}
+	})
 }

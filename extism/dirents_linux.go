@@ -76,12 +76,14 @@ func (l *hostFile) ReadDir(n int) ([]fs.DirEntry, error) {
 		if d.from == len(d.head) {
 			d.head, d.from = nil, 0
 		}
-		if n <= 0 {
-			rest, err := l.readDirents(0)
-			if err != nil {
-				return out, nil // the error comes again with the next call
+		if n <= 0 || len(out) < n {
+			// Fill the batch up from the kernel: wazero takes a short
+			// batch for the end of the directory.
+			rest, err := l.readDirents(n - len(out))
+			if err == nil {
+				out = append(out, rest...)
 			}
-			out = append(out, rest...)
+			// An error (io.EOF at the end) comes again with the next call.
 		}
 		return out, nil
 	}
@@ -113,7 +115,6 @@ func (l *hostFile) readDirents(n int) ([]fs.DirEntry, error) {
 		if reclen < direntName || reclen > len(rec) {
 			return l.failed(out, d.end, &fs.PathError{Op: "readdirent", Path: l.path(), Err: syscall.EIO})
 		}
-		start := d.pos
 		d.pos += reclen
 		name := rec[direntName:reclen]
 		for i, c := range name {
@@ -131,8 +132,9 @@ func (l *hostFile) readDirents(n int) ([]fs.DirEntry, error) {
 				if err == syscall.ENOENT {
 					continue // removed since the listing
 				}
-				d.pos = start
-				return l.failed(out, d.pos+reclen, &fs.PathError{Op: "lstat", Path: e.name, Err: err})
+				// Listed, of a type not known: failing here would end
+				// the listing (wazero takes a short batch for its end).
+				e.typ = fs.ModeIrregular
 			}
 		}
 		out = append(out, e)

@@ -253,8 +253,21 @@ func (s *searcher) flush() {
 		if s.batch.Pending()+n > mounts.BatchMaxQueued {
 			s.drain(true)
 		}
+		if s.done {
+			break
+		}
 		dir := s.dirs[s.queue[s.submitted].dir]
-		if err := s.batch.Submit(dir, s.names[:n], s.maxSize, s.filter); err != nil {
+		err := s.batch.Submit(dir, s.names[:n], s.maxSize, s.filter)
+		if errors.Is(err, syscall.EAGAIN) {
+			// The host holds as many files or directories as it will:
+			// take them all, then ask again.
+			s.drain(true)
+			if s.done {
+				break
+			}
+			err = s.batch.Submit(dir, s.names[:n], s.maxSize, s.filter)
+		}
+		if err != nil {
 			// Not read by the host: what is queued before them first,
 			// then these, file by file.
 			later := slices.Clone(s.queue[s.submitted:])
@@ -310,6 +323,13 @@ func (s *searcher) drain(wait bool) {
 			s.content1(abs, s.ms.Display(abs))
 		case errors.Is(rd.Err, syscall.EFBIG):
 			s.skipped.large++
+		case rd.Err == syscall.ENOENT, rd.Err == syscall.ELOOP, rd.Err == syscall.EISDIR,
+			rd.Err == syscall.EINVAL, rd.Err == syscall.ENXIO:
+			// Gone, or no longer a regular file, since the listing.
+		default:
+			// Out of descriptors, memory or luck: the guest tries itself.
+			abs := s.dirs[q.dir] + "/" + q.name
+			s.content1(abs, s.ms.Display(abs))
 		}
 	}
 	if s.head == len(s.queue) {

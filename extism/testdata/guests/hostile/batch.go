@@ -40,6 +40,11 @@ type batchArgs struct {
 	Buf    int  `json:"buf"`
 	// Sums returns the sum of each file's bytes instead of its bytes.
 	Sums bool `json:"sums"`
+	// More are submitted after the first, before taking.
+	More []struct {
+		Dir   string   `json:"dir"`
+		Names []string `json:"names"`
+	} `json:"more"`
 }
 
 type batchRecord struct {
@@ -51,6 +56,7 @@ type batchRecord struct {
 
 type batchOut struct {
 	Submit int32         `json:"submit"`
+	More   []int32       `json:"more,omitempty"`
 	Takes  []int32       `json:"takes,omitempty"`
 	Read   []batchRecord `json:"read,omitempty"`
 }
@@ -67,6 +73,10 @@ func batchTool() guest.Tool {
 			out.Submit = fsSubmitAt(unsafe.Pointer(unsafe.StringData(in.Dir)), uint32(len(in.Dir)), 0xfffffff0, 64, in.Max, filter, uint32(len(in.Filter)))
 		} else {
 			out.Submit = fsSubmit(unsafe.Pointer(unsafe.StringData(in.Dir)), uint32(len(in.Dir)), unsafe.Pointer(unsafe.StringData(raw)), uint32(len(raw)), in.Max, filter, uint32(len(in.Filter)))
+		}
+		for _, m := range in.More {
+			raw := strings.Join(m.Names, "\x00")
+			out.More = append(out.More, fsSubmit(unsafe.Pointer(unsafe.StringData(m.Dir)), uint32(len(m.Dir)), unsafe.Pointer(unsafe.StringData(raw)), uint32(len(raw)), in.Max, filter, uint32(len(in.Filter))))
 		}
 		if in.Buf == 0 {
 			in.Buf = 1 << 20
