@@ -179,7 +179,7 @@ type batchJob struct {
 	dir    *batchDir
 	name   string
 	max    int64
-	filter []byte // if set, the file is only returned if it holds it
+	filter *batchFilter // if set, the file is only returned if it holds it
 
 	done   bool
 	status uint32 // WASI errno; 0 when data holds the file
@@ -237,7 +237,7 @@ func (b *batchReader) release(d *batchDir) {
 // submit queues names (files of the guest directory dir, which open
 // opens) for reading; the workers start if they are not running. It
 // returns a WASI errno.
-func (b *batchReader) submit(dir string, open func() (*os.File, uint32), names []string, max int64, filter []byte) uint32 {
+func (b *batchReader) submit(dir string, open func() (*os.File, uint32), names []string, max int64, filter *batchFilter) uint32 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.stopped {
@@ -282,6 +282,7 @@ func (b *batchReader) submit(dir string, open func() (*os.File, uint32), names [
 // reader is stopped, or (waiting) too much is read ahead.
 func (b *batchReader) read() {
 	defer b.wg.Done()
+	var scratch []byte // the filter's
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for !b.stopped && b.next < len(b.jobs) {
@@ -293,7 +294,7 @@ func (b *batchReader) read() {
 		b.next++
 		b.mu.Unlock()
 		j.status, j.size, j.data = readBatchFile(j.dir.fd, j.name, j.max)
-		j.applyFilter()
+		j.applyFilter(&scratch)
 		j.held = int64(cap(j.data))
 		if j.status == wasiEILSEQ || j.status == wasiENOMSG {
 			j.held = j.size // read all the same
@@ -314,16 +315,50 @@ func (b *batchReader) read() {
 	b.running--
 }
 
+// batchFilter is what a file must hold to be returned whole.
+type batchFilter struct {
+	needle []byte
+	// fold: ASCII letters match either case (needle is ASCII, lower
+	// case). A file holding KELVIN SIGN or LONG S, which Unicode folding
+	// makes a k or an s, is kept when needle has one of those letters:
+	// the filter drops only files that certainly do not match.
+	fold bool
+}
+
+var (
+	kelvin = []byte("\u212a")
+	longS  = []byte("\u017f")
+)
+
+// holds reports whether data may hold the needle; scratch is a buffer
+// of the caller's, for a lower-case copy.
+func (f *batchFilter) holds(data []byte, scratch *[]byte) bool {
+	if !f.fold {
+		return bytes.Contains(data, f.needle)
+	}
+	if bytes.ContainsAny(f.needle, "ks") && (bytes.Contains(data, kelvin) || bytes.Contains(data, longS)) {
+		return true
+	}
+	low := append((*scratch)[:0], data...)
+	for i, c := range low {
+		if 'A' <= c && c <= 'Z' {
+			low[i] = c + ('a' - 'A')
+		}
+	}
+	*scratch = low
+	return bytes.Contains(low, f.needle)
+}
+
 // applyFilter keeps a file read only if it is not binary and holds the
 // filter (when there is one): the guest learns the outcome, not the bytes.
-func (j *batchJob) applyFilter() {
+func (j *batchJob) applyFilter(scratch *[]byte) {
 	if j.filter == nil || j.status != 0 {
 		return
 	}
 	switch {
 	case bytes.IndexByte(j.data[:min(len(j.data), binaryPrefix)], 0) >= 0:
 		j.status = wasiEILSEQ
-	case !bytes.Contains(j.data, j.filter):
+	case !j.filter.holds(j.data, scratch):
 		j.status = wasiENOMSG
 	default:
 		return
@@ -430,12 +465,13 @@ func (inst *instance) batchDirFor(dir string) (*os.File, uint32) {
 }
 
 // fsSubmit is toolhost_fs_submit(dir, dir_len, names, names_len, max,
-// filter, filter_len): read the files names (NUL-separated, each one
-// element) of the directory dir (an absolute guest path) in the
+// filter, filter_len, flags): read the files names (NUL-separated, each
+// one element) of the directory dir (an absolute guest path) in the
 // background, each at most max bytes (at most batchMaxFile). With a filter
 // (filter_len > 0), a file with a NUL byte in its first 8 KiB comes back
 // as EILSEQ, and one that does not hold the filter as ENOMSG, without
-// their bytes. It returns the number of files queued, or -errno.
+// their bytes; flags bit 0 (fsFold) matches the filter (ASCII, lower case)
+// in either case. It returns the number of files queued, or -errno.
 func fsSubmit(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
 	inst := instanceFrom(ctx)
 	ret := func(v int32) { stack[0] = uint64(uint32(v)) }
@@ -474,9 +510,18 @@ func fsSubmit(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
 	if inst.batch == nil {
 		inst.batch = newBatchReader()
 	}
-	var filter []byte
-	if len(filterB) > 0 {
-		filter = bytes.Clone(filterB)
+	flags := uint32(stack[7])
+	var filter *batchFilter
+	switch {
+	case flags&^fsFold != 0:
+		ret(-wasiEINVAL)
+		return
+	case len(filterB) > 0:
+		filter = &batchFilter{needle: bytes.Clone(filterB), fold: flags&fsFold != 0}
+		if filter.fold && !isLowerASCII(filterB) {
+			ret(-wasiEINVAL)
+			return
+		}
 	}
 	open := func() (*os.File, uint32) { return inst.batchDirFor(dir) }
 	if e := inst.batch.submit(dir, open, names, max, filter); e != 0 {
@@ -516,6 +561,19 @@ func fsTake(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
 		panic(errCallOver)
 	}
 	ret(int32(n))
+}
+
+// fsFold is toolhost_fs_submit's flag for a filter matched in either case.
+const fsFold = 1
+
+// isLowerASCII reports whether b is ASCII without upper-case letters.
+func isLowerASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 || 'A' <= c && c <= 'Z' {
+			return false
+		}
+	}
+	return true
 }
 
 // guestBytes is the guest memory [ptr, ptr+n), or false if it is out of

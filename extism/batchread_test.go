@@ -65,6 +65,8 @@ func TestBatchRead(t *testing.T) {
 	write("huge.bin", strings.Repeat("h", batchMaxFile+10))
 	write("nul.bin", "alpha\x00")
 	write("late-nul.txt", strings.Repeat("y", binaryPrefix)+"\x00alpha")
+	write("kelvin.txt", "\u212aelvin")
+	write("mixed.txt", "a KeLvIn b")
 	if err := os.Mkdir(filepath.Join(ws, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -165,6 +167,23 @@ func TestBatchRead(t *testing.T) {
 		_, err = batchCall(t, tl, &sp, map[string]any{"dir": "/workspace", "names": []string{"big.txt"}, "max": 1 << 20, "take": -1, "filter": "alph"})
 		wantLimit(t, err, "file_bytes_read")
 	})
+	t.Run("a filter in either case", func(t *testing.T) {
+		out, err := batchCall(t, tool, &spec, map[string]any{
+			"dir": "/workspace", "names": []string{"mixed.txt", "kelvin.txt", "a.txt"},
+			"max": 1 << 20, "take": -1, "filter": "kelvin", "flags": fsFold,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []batchRecordOut{
+			{Size: 10, Data: "a KeLvIn b"},
+			{Size: 8, Data: "\u212aelvin"}, // KELVIN SIGN folds to k: kept
+			{Status: wasiENOMSG, Size: 5},
+		}
+		if fmt.Sprint(out.Read) != fmt.Sprint(want) {
+			t.Fatalf("read %v; want %v", out.Read, want)
+		}
+	})
 	t.Run("a large max is capped at the batch limit", func(t *testing.T) {
 		out, err := batchCall(t, tool, &spec, map[string]any{"dir": "/workspace", "names": []string{"huge.bin"}, "max": 1 << 40, "take": -1})
 		if err != nil {
@@ -210,6 +229,9 @@ func TestBatchRead(t *testing.T) {
 		{"no max", map[string]any{"dir": "/workspace", "names": []string{"a.txt"}, "max": 0}, -wasiEINVAL},
 		{"names out of memory", map[string]any{"dir": "/workspace", "bad_pointer": true}, -wasiEFAULT},
 		{"a filter too long", map[string]any{"dir": "/workspace", "names": []string{"a.txt"}, "filter": strings.Repeat("f", batchMaxFilter+1)}, -wasiEINVAL},
+		{"an unknown flag", map[string]any{"dir": "/workspace", "names": []string{"a.txt"}, "filter": "a", "flags": 2}, -wasiEINVAL},
+		{"a folded filter not in lower case", map[string]any{"dir": "/workspace", "names": []string{"a.txt"}, "filter": "Alpha", "flags": fsFold}, -wasiEINVAL},
+		{"a folded filter not ASCII", map[string]any{"dir": "/workspace", "names": []string{"a.txt"}, "filter": "é", "flags": fsFold}, -wasiEINVAL},
 	} {
 		t.Run("refused: "+tc.name, func(t *testing.T) {
 			args := map[string]any{"max": 100, "take": -1}
@@ -353,7 +375,7 @@ func TestBatchReadBounds(t *testing.T) {
 		for range 8 {
 			names = append(names, big...) // 24 MiB, none holding the filter
 		}
-		if e := b.submit("/workspace", open, names, batchMaxFile, []byte("no such text")); e != 0 {
+		if e := b.submit("/workspace", open, names, batchMaxFile, &batchFilter{needle: []byte("no such text")}); e != 0 {
 			t.Fatal(e)
 		}
 		if e := b.submit("/workspace", open, names[:1], batchMaxFile, nil); e != 0 {

@@ -442,3 +442,31 @@ func TestFilesystemSearchInBatches(t *testing.T) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 }
+
+// TestFilesystemSearchCaseInsensitive: a case-insensitive search matches
+// as Go's (?i) does, KELVIN SIGN and LONG S included, and one over 16 MiB
+// of text finishes within its fuel (the host drops the files that cannot
+// match before the guest's expression sees them).
+func TestFilesystemSearchCaseInsensitive(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"a.txt": "The KELVIN scale\n",
+		"b.txt": "in \u212aelvin\n",
+		"c.txt": "kelvi n\n",
+		"d.txt": "pas\u017f and PASS\n",
+	}
+	line := strings.Repeat("lorem ipsum dolor sit amet ", 3) + "\n"
+	for i := range 2000 {
+		files[fmt.Sprintf("bulk/f%04d.txt", i)] = strings.Repeat(line, 8<<10/len(line))
+	}
+	writeFiles(t, dir, files)
+	h := newHost(t, fsSpec("filesystem.search", dir, nil))
+	got := mustText(t, h, "filesystem.search", `{"pattern":"kelvin","case_sensitive":false}`)
+	if want := "a.txt:1:5: The KELVIN scale\nb.txt:1:4: in \u212aelvin\n[2 matching lines; 2004 files searched]"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	got = mustText(t, h, "filesystem.search", `{"pattern":"pass","case_sensitive":false}`)
+	if want := "d.txt:1:1: pas\u017f and PASS\n[1 matching lines; 2004 files searched]"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}

@@ -53,7 +53,7 @@ func noBatchReads() []extism.HostFunction {
 		stack[0] = uint64(uint32(-enosys))
 	}
 	return []extism.HostFunction{
-		extism.NewHostFunctionWithStack("toolhost_fs_submit", answer, []extism.ValueType{i32, i32, i32, i32, extism.ValueTypeI64, i32, i32}, []extism.ValueType{i32}),
+		extism.NewHostFunctionWithStack("toolhost_fs_submit", answer, []extism.ValueType{i32, i32, i32, i32, extism.ValueTypeI64, i32, i32, i32}, []extism.ValueType{i32}),
 		extism.NewHostFunctionWithStack("toolhost_fs_take", answer, []extism.ValueType{i32, i32, i32}, []extism.ValueType{i32}),
 	}
 }

@@ -56,6 +56,15 @@ func searchTool() guest.Tool {
 	}
 }
 
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
 // maxShownLine bounds how much of a matching line is shown.
 const maxShownLine = 240
 
@@ -65,6 +74,7 @@ type searcher struct {
 	name    *match.Glob
 	literal *scan.Finder
 	filter  []byte // what the host may look for in files before they come (literal)
+	fold    bool   // filter is matched in either case
 	re      *regexp.Regexp
 	content bool
 	max     int
@@ -138,6 +148,11 @@ func search(c *guest.Call) (*guest.Result, error) {
 			s.filter = []byte(in.Pattern)
 		default:
 			s.re = regexp.MustCompile("(?i)" + regexp.QuoteMeta(in.Pattern))
+			if lower := strings.ToLower(in.Pattern); isASCII(lower) {
+				// The host drops the files that cannot match; the
+				// expression, slow on every byte, runs on the rest.
+				s.filter, s.fold = []byte(lower), true
+			}
 		}
 	}
 	p, e := s.ms.Resolve(in.Path)
@@ -257,7 +272,7 @@ func (s *searcher) flush() {
 			break
 		}
 		dir := s.dirs[s.queue[s.submitted].dir]
-		err := s.batch.Submit(dir, s.names[:n], s.maxSize, s.filter)
+		err := s.batch.Submit(dir, s.names[:n], s.maxSize, s.filter, s.fold)
 		if errors.Is(err, syscall.EAGAIN) {
 			// The host holds as many files or directories as it will:
 			// take them all, then ask again.
@@ -265,7 +280,7 @@ func (s *searcher) flush() {
 			if s.done {
 				break
 			}
-			err = s.batch.Submit(dir, s.names[:n], s.maxSize, s.filter)
+			err = s.batch.Submit(dir, s.names[:n], s.maxSize, s.filter, s.fold)
 		}
 		if err != nil {
 			// Not read by the host: what is queued before them first,

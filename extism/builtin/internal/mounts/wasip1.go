@@ -257,7 +257,7 @@ func le32(b []byte) uint32 {
 func le64(b []byte) uint64 { return uint64(le32(b)) | uint64(le32(b[4:]))<<32 }
 
 //go:wasmimport extism:host/user toolhost_fs_submit
-func fsSubmit(dir unsafe.Pointer, dirLen uint32, names unsafe.Pointer, namesLen uint32, max int64, filter unsafe.Pointer, filterLen uint32) int32
+func fsSubmit(dir unsafe.Pointer, dirLen uint32, names unsafe.Pointer, namesLen uint32, max int64, filter unsafe.Pointer, filterLen uint32, flags uint32) int32
 
 //go:wasmimport extism:host/user toolhost_fs_take
 func fsTake(out unsafe.Pointer, outCap uint32, wait uint32) int32
@@ -299,8 +299,9 @@ func (b *Batch) Pending() int { return b.pending }
 // back as too large, with its size). names are single path elements. With
 // a filter, a binary file (a NUL byte in its first 8 KiB) comes back as
 // ErrBinary and one that does not hold filter as ErrNoMatch, without its
-// bytes.
-func (b *Batch) Submit(dir string, names []string, max int64, filter []byte) error {
+// bytes. With fold, filter (ASCII, lower case) is matched in either case;
+// files it cannot rule out come back whole.
+func (b *Batch) Submit(dir string, names []string, max int64, filter []byte, fold bool) error {
 	if b.off {
 		return ErrNoBatch
 	}
@@ -321,7 +322,11 @@ func (b *Batch) Submit(dir string, names []string, max int64, filter []byte) err
 	if len(filter) > 0 {
 		fp = unsafe.Pointer(&filter[0])
 	}
-	r := fsSubmit(unsafe.Pointer(unsafe.StringData(dir)), uint32(len(dir)), unsafe.Pointer(&b.names[0]), uint32(len(b.names)), max, fp, uint32(len(filter)))
+	var flags uint32
+	if fold {
+		flags |= 1
+	}
+	r := fsSubmit(unsafe.Pointer(unsafe.StringData(dir)), uint32(len(dir)), unsafe.Pointer(&b.names[0]), uint32(len(b.names)), max, fp, uint32(len(filter)), flags)
 	if r < 0 {
 		if syscall.Errno(-r) == syscall.ENOSYS {
 			b.off = true

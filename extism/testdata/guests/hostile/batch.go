@@ -11,12 +11,12 @@ import (
 )
 
 //go:wasmimport extism:host/user toolhost_fs_submit
-func fsSubmit(dir unsafe.Pointer, dirLen uint32, names unsafe.Pointer, namesLen uint32, max int64, filter unsafe.Pointer, filterLen uint32) int32
+func fsSubmit(dir unsafe.Pointer, dirLen uint32, names unsafe.Pointer, namesLen uint32, max int64, filter unsafe.Pointer, filterLen uint32, flags uint32) int32
 
 // fsSubmitAt is fsSubmit with names given as an address.
 //
 //go:wasmimport extism:host/user toolhost_fs_submit
-func fsSubmitAt(dir unsafe.Pointer, dirLen uint32, names uint32, namesLen uint32, max int64, filter unsafe.Pointer, filterLen uint32) int32
+func fsSubmitAt(dir unsafe.Pointer, dirLen uint32, names uint32, namesLen uint32, max int64, filter unsafe.Pointer, filterLen uint32, flags uint32) int32
 
 //go:wasmimport extism:host/user toolhost_fs_take
 func fsTake(out unsafe.Pointer, outCap uint32, wait uint32) int32
@@ -29,8 +29,9 @@ type batchArgs struct {
 	Max   int64    `json:"max"`
 	// Raw names, NUL-separated, instead of Names.
 	Raw *string `json:"raw"`
-	// Filter is passed as the submit's filter.
+	// Filter and Flags are passed as the submit's.
 	Filter string `json:"filter"`
+	Flags  uint32 `json:"flags"`
 	// BadPointer passes a names pointer past the end of memory.
 	BadPointer bool `json:"bad_pointer"`
 	// Take is how many records to take (-1: all); NoWait takes without
@@ -70,13 +71,13 @@ func batchTool() guest.Tool {
 		}
 		filter := unsafe.Pointer(unsafe.StringData(in.Filter))
 		if in.BadPointer {
-			out.Submit = fsSubmitAt(unsafe.Pointer(unsafe.StringData(in.Dir)), uint32(len(in.Dir)), 0xfffffff0, 64, in.Max, filter, uint32(len(in.Filter)))
+			out.Submit = fsSubmitAt(unsafe.Pointer(unsafe.StringData(in.Dir)), uint32(len(in.Dir)), 0xfffffff0, 64, in.Max, filter, uint32(len(in.Filter)), in.Flags)
 		} else {
-			out.Submit = fsSubmit(unsafe.Pointer(unsafe.StringData(in.Dir)), uint32(len(in.Dir)), unsafe.Pointer(unsafe.StringData(raw)), uint32(len(raw)), in.Max, filter, uint32(len(in.Filter)))
+			out.Submit = fsSubmit(unsafe.Pointer(unsafe.StringData(in.Dir)), uint32(len(in.Dir)), unsafe.Pointer(unsafe.StringData(raw)), uint32(len(raw)), in.Max, filter, uint32(len(in.Filter)), in.Flags)
 		}
 		for _, m := range in.More {
 			raw := strings.Join(m.Names, "\x00")
-			out.More = append(out.More, fsSubmit(unsafe.Pointer(unsafe.StringData(m.Dir)), uint32(len(m.Dir)), unsafe.Pointer(unsafe.StringData(raw)), uint32(len(raw)), in.Max, filter, uint32(len(in.Filter))))
+			out.More = append(out.More, fsSubmit(unsafe.Pointer(unsafe.StringData(m.Dir)), uint32(len(m.Dir)), unsafe.Pointer(unsafe.StringData(raw)), uint32(len(raw)), in.Max, filter, uint32(len(in.Filter)), in.Flags))
 		}
 		if in.Buf == 0 {
 			in.Buf = 1 << 20
