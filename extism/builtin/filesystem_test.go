@@ -445,8 +445,9 @@ func TestFilesystemSearchInBatches(t *testing.T) {
 
 // TestFilesystemSearchCaseInsensitive: a case-insensitive search matches
 // as Go's (?i) does, KELVIN SIGN and LONG S included, and one over 16 MiB
-// of text finishes within its fuel (the host drops the files that cannot
-// match before the guest's expression sees them).
+// of text finishes within its fuel, as does a regular expression with a
+// literal every match holds (the host drops the files that cannot match
+// before the guest's expression sees them).
 func TestFilesystemSearchCaseInsensitive(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]string{
@@ -467,6 +468,12 @@ func TestFilesystemSearchCaseInsensitive(t *testing.T) {
 	}
 	got = mustText(t, h, "filesystem.search", `{"pattern":"pass","case_sensitive":false}`)
 	if want := "d.txt:1:1: pas\u017f and PASS\n[1 matching lines; 2004 files searched]"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	// A regular expression: the host drops the files without "kel",
+	// which every match holds.
+	got = mustText(t, h, "filesystem.search", `{"pattern":"\\bkel\\w+","regex":true}`)
+	if want := "c.txt:1:1: kelvi n\n[1 matching lines; 2004 files searched]"; got != want {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 }

@@ -56,6 +56,27 @@ func searchTool() guest.Tool {
 	}
 }
 
+// setFilter makes lit, which every match holds, the host's filter; fold:
+// it matches in either case. A literal too long is cut (what every match
+// holds, a part of it does too); one the host cannot fold is no filter.
+func (s *searcher) setFilter(lit string, fold bool) {
+	if fold {
+		lit = strings.ToLower(lit)
+		if !isASCII(lit) {
+			return
+		}
+	}
+	if len(lit) > maxFilter {
+		lit = lit[:maxFilter]
+	}
+	if lit != "" {
+		s.filter, s.fold = []byte(lit), fold
+	}
+}
+
+// maxFilter is the longest filter the host takes.
+const maxFilter = 4 << 10
+
 func isASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= 0x80 {
@@ -143,16 +164,16 @@ func search(c *guest.Call) (*guest.Result, error) {
 				return invalid("pattern is not a valid regular expression: %v", err), nil
 			}
 			s.re = re
+			// The host drops the files without a literal that every
+			// match holds; the expression, slow on every byte, runs on
+			// the rest.
+			s.setFilter(scan.RequiredLiteral(expr))
 		case caseSensitive:
 			s.literal = scan.NewFinder([]byte(in.Pattern))
-			s.filter = []byte(in.Pattern)
+			s.setFilter(in.Pattern, false)
 		default:
 			s.re = regexp.MustCompile("(?i)" + regexp.QuoteMeta(in.Pattern))
-			if lower := strings.ToLower(in.Pattern); isASCII(lower) {
-				// The host drops the files that cannot match; the
-				// expression, slow on every byte, runs on the rest.
-				s.filter, s.fold = []byte(lower), true
-			}
+			s.setFilter(in.Pattern, true)
 		}
 	}
 	p, e := s.ms.Resolve(in.Path)
