@@ -296,8 +296,8 @@ func (b *batchReader) read() {
 		j.status, j.size, j.data = readBatchFile(j.dir.fd, j.name, j.max)
 		j.applyFilter(&scratch)
 		j.held = int64(cap(j.data))
-		if j.status == wasiEILSEQ || j.status == wasiENOMSG {
-			j.held = j.size // read all the same
+		if j.data == nil {
+			j.held = j.bytesRead() // a filter's answer: read all the same
 		}
 		b.mu.Lock()
 		b.release(j.dir)
@@ -349,6 +349,15 @@ func (f *batchFilter) holds(data []byte, scratch *[]byte) bool {
 	return bytes.Contains(low, f.needle)
 }
 
+// bytesRead is what reading the file counts against file_bytes_read: all
+// of it when it was read whole (returned, or answered for by a filter).
+func (j *batchJob) bytesRead() int64 {
+	if j.status == 0 || j.status == wasiEILSEQ || j.status == wasiENOMSG {
+		return j.size
+	}
+	return 0
+}
+
 // applyFilter keeps a file read only if it is not binary and holds the
 // filter (when there is one): the guest learns the outcome, not the bytes.
 func (j *batchJob) applyFilter(scratch *[]byte) {
@@ -392,10 +401,7 @@ func (b *batchReader) take(out []byte, wait bool, done <-chan struct{}) (n int, 
 			binary.LittleEndian.PutUint64(rec[8:], uint64(j.size))
 			copy(rec[recordHeader:], j.data)
 			n += need
-			taken += int64(len(j.data))
-			if j.status == wasiEILSEQ || j.status == wasiENOMSG {
-				taken += j.size // read, for the filter
-			}
+			taken += j.bytesRead()
 			b.ahead -= j.held
 			putBuffer(j.data)
 			j.data = nil
