@@ -299,7 +299,9 @@ func callTool(input []byte) (*Result, error) {
 	var req struct {
 		Params Call `json:"params"`
 	}
-	if err := json.Unmarshal(input, &req); err != nil {
+	if c, ok := decodeCall(input); ok {
+		req.Params = c
+	} else if err := json.Unmarshal(input, &req); err != nil {
 		return nil, fmt.Errorf("call_tool input: %w", err)
 	}
 	t, ok := registry[req.Params.Name]
@@ -350,16 +352,31 @@ func EncodeFast(res *Result) ([]byte, error) {
 			big += len(c.Text)
 		}
 	}
+	var refs []*[2]int
+	var tail []byte
+	if big > 0 {
+		refs = make([]*[2]int, len(res.Content))
+		tail = make([]byte, 0, big)
+		for i, c := range res.Content {
+			if c.Type == "text" && len(c.Text) >= rawTextMin {
+				refs[i] = &[2]int{len(tail), len(c.Text)}
+				tail = append(tail, c.Text...)
+			}
+		}
+	}
+	if head, ok := appendResult(make([]byte, 0, 512), res, refs); ok {
+		if big == 0 {
+			return head, nil
+		}
+		return append(append(append(make([]byte, 0, len(head)+1+len(tail)), head...), '\n'), tail...), nil
+	}
 	if big == 0 {
 		return json.Marshal(res)
 	}
 	w := wireResult{StructuredContent: res.StructuredContent, IsError: res.IsError, NeedsInput: res.NeedsInput, Code: res.Code}
-	tail := make([]byte, 0, big)
-	for _, c := range res.Content {
-		wc := wireContent{Content: c}
-		if c.Type == "text" && len(c.Text) >= rawTextMin {
-			wc.TextRef = &[2]int{len(tail), len(c.Text)}
-			tail = append(tail, c.Text...)
+	for i, c := range res.Content {
+		wc := wireContent{Content: c, TextRef: refs[i]}
+		if wc.TextRef != nil {
 			wc.Text = ""
 		}
 		w.Content = append(w.Content, wc)
