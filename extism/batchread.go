@@ -60,7 +60,8 @@ const (
 	// the sign of a binary file (as git and grep tell).
 	binaryPrefix = 8 << 10
 	// recordHeader is the size of a record's header in the take buffer:
-	// status (u32), reserved (u32), size (u64), all little-endian.
+	// status (u32), the length of the data that follows (u32), size
+	// (u64), all little-endian.
 	recordHeader = 16
 )
 
@@ -180,12 +181,14 @@ type batchJob struct {
 	name   string
 	max    int64
 	filter *batchFilter // if set, the file is only returned if it holds it
+	stat   bool         // examine the file instead of reading it
 
 	done   bool
 	status uint32 // WASI errno; 0 when data holds the file
 	size   int64
 	data   []byte
-	held   int64 // what it counts in ahead
+	held   int64    // what it counts in ahead
+	meta   [16]byte // a stat's record data
 }
 
 // batchReader is one call's batch reading. Its goroutines stop when the
@@ -237,7 +240,7 @@ func (b *batchReader) release(d *batchDir) {
 // submit queues names (files of the guest directory dir, which open
 // opens) for reading; the workers start if they are not running. It
 // returns a WASI errno.
-func (b *batchReader) submit(dir string, open func() (*os.File, uint32), names []string, max int64, filter *batchFilter) uint32 {
+func (b *batchReader) submit(dir string, open func() (*os.File, uint32), names []string, max int64, filter *batchFilter, stat bool) uint32 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.stopped {
@@ -267,7 +270,7 @@ func (b *batchReader) submit(dir string, open func() (*os.File, uint32), names [
 	d.refs += len(names)
 	jobs := make([]batchJob, len(names))
 	for i, n := range names {
-		jobs[i] = batchJob{dir: d, name: n, max: max, filter: filter}
+		jobs[i] = batchJob{dir: d, name: n, max: max, filter: filter, stat: stat}
 		b.jobs = append(b.jobs, &jobs[i])
 	}
 	for b.running < batchWorkers && b.running < len(b.jobs)-b.next {
@@ -293,8 +296,15 @@ func (b *batchReader) read() {
 		j := b.jobs[b.next]
 		b.next++
 		b.mu.Unlock()
-		j.status, j.size, j.data = readBatchFile(j.dir.fd, j.name, j.max)
-		j.applyFilter(&scratch)
+		if j.stat {
+			j.status, j.size = statBatchFile(j.dir.fd, j.name, &j.meta)
+			if j.status == 0 {
+				j.data = j.meta[:]
+			}
+		} else {
+			j.status, j.size, j.data = readBatchFile(j.dir.fd, j.name, j.max)
+			j.applyFilter(&scratch)
+		}
 		j.held = int64(cap(j.data))
 		if j.data == nil {
 			j.held = j.bytesRead() // a filter's answer: read all the same
@@ -352,6 +362,9 @@ func (f *batchFilter) holds(data []byte, scratch *[]byte) bool {
 // bytesRead is what reading the file counts against file_bytes_read: all
 // of it when it was read whole (returned, or answered for by a filter).
 func (j *batchJob) bytesRead() int64 {
+	if j.stat {
+		return 0
+	}
 	if j.status == 0 || j.status == wasiEILSEQ || j.status == wasiENOMSG {
 		return j.size
 	}
@@ -397,7 +410,7 @@ func (b *batchReader) take(out []byte, wait bool, done <-chan struct{}) (n int, 
 			}
 			rec := out[n : n+need]
 			binary.LittleEndian.PutUint32(rec[0:], j.status)
-			binary.LittleEndian.PutUint32(rec[4:], 0)
+			binary.LittleEndian.PutUint32(rec[4:], uint32(len(j.data)))
 			binary.LittleEndian.PutUint64(rec[8:], uint64(j.size))
 			copy(rec[recordHeader:], j.data)
 			n += need
@@ -477,7 +490,8 @@ func (inst *instance) batchDirFor(dir string) (*os.File, uint32) {
 // (filter_len > 0), a file with a NUL byte in its first 8 KiB comes back
 // as EILSEQ, and one that does not hold the filter as ENOMSG, without
 // their bytes; flags bit 0 (fsFold) matches the filter (ASCII, lower case)
-// in either case. It returns the number of files queued, or -errno.
+// in either case; bit 1 (fsStat) examines the files instead of reading
+// them. It returns the number of files queued, or -errno.
 func fsSubmit(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
 	inst := instanceFrom(ctx)
 	ret := func(v int32) { stack[0] = uint64(uint32(v)) }
@@ -517,9 +531,10 @@ func fsSubmit(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
 		inst.batch = newBatchReader()
 	}
 	flags := uint32(stack[7])
+	stat := flags&fsStat != 0
 	var filter *batchFilter
 	switch {
-	case flags&^fsFold != 0:
+	case flags&^(fsFold|fsStat) != 0, stat && (len(filterB) > 0 || flags&fsFold != 0):
 		ret(-wasiEINVAL)
 		return
 	case len(filterB) > 0:
@@ -530,7 +545,7 @@ func fsSubmit(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
 		}
 	}
 	open := func() (*os.File, uint32) { return inst.batchDirFor(dir) }
-	if e := inst.batch.submit(dir, open, names, max, filter); e != 0 {
+	if e := inst.batch.submit(dir, open, names, max, filter, stat); e != 0 {
 		ret(-int32(e))
 		return
 	}
@@ -539,8 +554,9 @@ func fsSubmit(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
 
 // fsTake is toolhost_fs_take(out, out_cap, wait): the files read so far,
 // in the order named, as records of a 16-byte header (status: 0 or a WASI
-// errno; reserved; size: the bytes that follow, or the file's size with
-// EFBIG) and the file's bytes, one record after the other. It
+// errno; the length of the data that follows; the file's size) and the
+// data (a file's bytes, or with fsStat its time and type), one record
+// after the other. It
 // returns the bytes written, 0 when no file is queued (or, with wait 0,
 // none is read yet), -needed when the next record does not fit in
 // out_cap, or -errno.
@@ -569,8 +585,14 @@ func fsTake(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
 	ret(int32(n))
 }
 
-// fsFold is toolhost_fs_submit's flag for a filter matched in either case.
-const fsFold = 1
+// toolhost_fs_submit's flags: fsFold matches the filter in either case;
+// fsStat examines each file (without following a symbolic link) instead
+// of reading it, each record's data then the file's modification time (ns
+// since the epoch, i64) and WASI file type (u8), 16 bytes.
+const (
+	fsFold = 1
+	fsStat = 2
+)
 
 // isLowerASCII reports whether b is ASCII without upper-case letters.
 func isLowerASCII(b []byte) bool {

@@ -1,6 +1,10 @@
 package extism
 
-import "golang.org/x/sys/unix"
+import (
+	"encoding/binary"
+
+	"golang.org/x/sys/unix"
+)
 
 // batchSupported: files are read in batches (batchread.go).
 const batchSupported = true
@@ -81,4 +85,37 @@ func readBatchFile(dirFD int, name string, limit int64) (status uint32, size int
 		return 0, 0, nil
 	}
 	return 0, int64(n), buf[:n]
+}
+
+// statBatchFile examines the file name of the directory dirFD without
+// following a symbolic link: its size, and into meta its modification
+// time and WASI file type (fsStat's record data).
+func statBatchFile(dirFD int, name string, meta *[16]byte) (status uint32, size int64) {
+	if dirFD < 0 {
+		return wasiEBADF, 0
+	}
+	var st unix.Stat_t
+	if err := ignoringEINTR(func() error { return unix.Fstatat(dirFD, name, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
+		return wasiErrno(err), 0
+	}
+	binary.LittleEndian.PutUint64(meta[0:], uint64(st.Mtim.Nano()))
+	meta[8] = wasiFiletype(st.Mode)
+	return 0, st.Size
+}
+
+// wasiFiletype is the WASI file type of a stat mode, as wazero reports it.
+func wasiFiletype(mode uint32) byte {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return 4
+	case unix.S_IFDIR:
+		return 3
+	case unix.S_IFLNK:
+		return 7
+	case unix.S_IFCHR:
+		return 2
+	case unix.S_IFBLK:
+		return 1
+	}
+	return 0 // unknown: FIFOs and sockets, as wazero says of them
 }

@@ -9,3 +9,5 @@ const batchSupported = false
 func readBatchFile(int, string, int64) (uint32, int64, []byte) {
 	return wasiENOSYS, 0, nil
 }
+
+func statBatchFile(int, string, *[16]byte) (uint32, int64) { return wasiENOSYS, 0 }

@@ -3,6 +3,8 @@
 package extism
 
 import (
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -184,6 +186,45 @@ func TestBatchRead(t *testing.T) {
 			t.Fatalf("read %v; want %v", out.Read, want)
 		}
 	})
+	t.Run("examined, not read", func(t *testing.T) {
+		out, err := batchCall(t, tool, &spec, map[string]any{
+			"dir": "/workspace", "names": []string{"big.txt", "sub", "escape", "fifo", "missing"},
+			"max": 1, "take": -1, "flags": fsStat,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		meta := func(name string, typ byte) string {
+			var st syscall.Stat_t
+			if err := syscall.Lstat(filepath.Join(ws, name), &st); err != nil {
+				t.Fatal(err)
+			}
+			var m [16]byte
+			binary.LittleEndian.PutUint64(m[:], uint64(st.Mtim.Nano()))
+			m[8] = typ
+			return hex.EncodeToString(m[:])
+		}
+		linkSize := int64(len(filepath.Join(outside, "secret")))
+		want := []batchRecordOut{
+			{Size: 5000, Data: meta("big.txt", 4)},
+			{Size: dirSize(t, filepath.Join(ws, "sub")), Data: meta("sub", 3)},
+			{Size: linkSize, Data: meta("escape", 7)}, // the link itself, not followed
+			{Data: meta("fifo", 0)},
+			{Status: wasiENOENT},
+		}
+		if fmt.Sprint(out.Read) != fmt.Sprint(want) {
+			t.Fatalf("read %v; want %v", out.Read, want)
+		}
+		for _, bad := range []map[string]any{{"filter": "x", "flags": fsStat}, {"flags": fsStat | fsFold}} {
+			args := map[string]any{"dir": "/workspace", "names": []string{"a.txt"}, "max": 1, "take": -1}
+			for k, v := range bad {
+				args[k] = v
+			}
+			if out, err := batchCall(t, tool, &spec, args); err != nil || out.Submit != -wasiEINVAL {
+				t.Fatalf("%v: submit %d, %v; want EINVAL", bad, out.Submit, err)
+			}
+		}
+	})
 	t.Run("a large max is capped at the batch limit", func(t *testing.T) {
 		out, err := batchCall(t, tool, &spec, map[string]any{"dir": "/workspace", "names": []string{"huge.bin"}, "max": 1 << 40, "take": -1})
 		if err != nil {
@@ -254,6 +295,15 @@ func TestBatchRead(t *testing.T) {
 		_, err := batchCall(t, tl, &sp, map[string]any{"dir": "/workspace", "names": []string{"a.txt", "big.txt"}, "max": 1 << 20, "take": -1})
 		wantLimit(t, err, "file_bytes_read")
 	})
+}
+
+func dirSize(t *testing.T, p string) int64 {
+	t.Helper()
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
 }
 
 // TestBatchReadEndsWithTheCall: files named and never taken are not read
@@ -375,10 +425,10 @@ func TestBatchReadBounds(t *testing.T) {
 		for range 8 {
 			names = append(names, big...) // 24 MiB, none holding the filter
 		}
-		if e := b.submit("/workspace", open, names, batchMaxFile, &batchFilter{needle: []byte("no such text")}); e != 0 {
+		if e := b.submit("/workspace", open, names, batchMaxFile, &batchFilter{needle: []byte("no such text")}, false); e != 0 {
 			t.Fatal(e)
 		}
-		if e := b.submit("/workspace", open, names[:1], batchMaxFile, nil); e != 0 {
+		if e := b.submit("/workspace", open, names[:1], batchMaxFile, nil, false); e != 0 {
 			t.Fatal(e)
 		}
 		deadline := time.Now().Add(10 * time.Second)

@@ -93,6 +93,7 @@ func list(c *guest.Call) (*guest.Result, error) {
 	var out, dirBuf []byte
 	n := 0
 	stopped := false
+	var batch mounts.Batch
 	var walk func(dir, rel string, depth int) error
 	walk = func(dir, rel string, depth int) error {
 		entries, buf, err := ms.ReadDir(dir, dirBuf)
@@ -101,6 +102,8 @@ func list(c *guest.Call) (*guest.Result, error) {
 			return err
 		}
 		mounts.SortEntries(entries)
+		infos := statAll(&batch, dir, rel, entries, g, maxEntries-n)
+		shown := 0 // entries listed so far, the index in infos
 		for _, de := range entries {
 			if stopped {
 				return nil
@@ -112,7 +115,15 @@ func list(c *guest.Call) (*guest.Result, error) {
 					stopped = true
 					return nil
 				}
-				if info, err := ms.Lstat(abs); err == nil {
+				var info mounts.Info
+				var err error
+				if shown < len(infos) {
+					info, err = infos[shown].Info, infos[shown].Err
+				} else {
+					info, err = ms.Lstat(abs)
+				}
+				shown++
+				if err == nil {
 					out = appendEntry(out, ms.Display(abs), abs, info)
 				} else {
 					out = appendUnknown(out, ms.Display(abs), de)
@@ -139,6 +150,34 @@ func list(c *guest.Call) (*guest.Result, error) {
 		out = append(out, "[empty directory]"...)
 	}
 	return guest.Text(strings.TrimSuffix(string(out), "\n")), nil
+}
+
+// statAll examines, in one host call, the entries of dir (at rel) that a
+// listing shows, at most max of them, in order; what it returns is shorter
+// (empty) when the host does not examine files in batches, and the
+// listing examines the rest itself.
+func statAll(b *mounts.Batch, dir, rel string, entries []mounts.Entry, g *match.Glob, max int) []mounts.Read {
+	var names []string
+	for _, de := range entries {
+		if len(names) == min(max, mounts.BatchMaxQueued) {
+			break
+		}
+		if g == nil || g.Match(joinPath(rel, de.Name)) {
+			names = append(names, de.Name)
+		}
+	}
+	if len(names) < 2 || b.SubmitStat(dir, names) != nil {
+		return nil // one entry costs a WASI call either way
+	}
+	out := make([]mounts.Read, 0, len(names))
+	for range names {
+		rd, ok := b.Next(true)
+		if !ok {
+			break
+		}
+		out = append(out, rd)
+	}
+	return out
 }
 
 // joinPath joins a directory and an entry's name ("" is the search root).

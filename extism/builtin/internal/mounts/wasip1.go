@@ -259,6 +259,12 @@ func le64(b []byte) uint64 { return uint64(le32(b)) | uint64(le32(b[4:]))<<32 }
 //go:wasmimport extism:host/user toolhost_fs_submit
 func fsSubmit(dir unsafe.Pointer, dirLen uint32, names unsafe.Pointer, namesLen uint32, max int64, filter unsafe.Pointer, filterLen uint32, flags uint32) int32
 
+// toolhost_fs_submit's flags.
+const (
+	flagFold = 1 // the filter matches in either case
+	flagStat = 2 // examine the files instead of reading them
+)
+
 //go:wasmimport extism:host/user toolhost_fs_take
 func fsTake(out unsafe.Pointer, outCap uint32, wait uint32) int32
 
@@ -274,6 +280,14 @@ type Batch struct {
 	buf     []byte // what the last take wrote
 	at      int    // next record in buf
 	pending int    // files named and not yet returned by Next
+	// runs says, in order, how many files each submit named and whether
+	// it examined them (SubmitStat): the records do not.
+	runs []run
+}
+
+type run struct {
+	n    int
+	stat bool
 }
 
 // ErrNoBatch is Submit's answer when the host does not read in batches
@@ -302,6 +316,21 @@ func (b *Batch) Pending() int { return b.pending }
 // bytes. With fold, filter (ASCII, lower case) is matched in either case;
 // files it cannot rule out come back whole.
 func (b *Batch) Submit(dir string, names []string, max int64, filter []byte, fold bool) error {
+	var flags uint32
+	if fold {
+		flags |= flagFold
+	}
+	return b.submit(dir, names, max, filter, flags)
+}
+
+// SubmitStat names files of the directory dir to be examined, without
+// following a symbolic link, instead of read: Next returns each with its
+// Info, or an Err that says why not.
+func (b *Batch) SubmitStat(dir string, names []string) error {
+	return b.submit(dir, names, 1, nil, flagStat)
+}
+
+func (b *Batch) submit(dir string, names []string, max int64, filter []byte, flags uint32) error {
 	if b.off {
 		return ErrNoBatch
 	}
@@ -322,10 +351,6 @@ func (b *Batch) Submit(dir string, names []string, max int64, filter []byte, fol
 	if len(filter) > 0 {
 		fp = unsafe.Pointer(&filter[0])
 	}
-	var flags uint32
-	if fold {
-		flags |= 1
-	}
 	r := fsSubmit(unsafe.Pointer(unsafe.StringData(dir)), uint32(len(dir)), unsafe.Pointer(&b.names[0]), uint32(len(b.names)), max, fp, uint32(len(filter)), flags)
 	if r < 0 {
 		if syscall.Errno(-r) == syscall.ENOSYS {
@@ -334,16 +359,19 @@ func (b *Batch) Submit(dir string, names []string, max int64, filter []byte, fol
 		return syscall.Errno(-r)
 	}
 	b.pending += int(r)
+	b.runs = append(b.runs, run{n: int(r), stat: flags&flagStat != 0})
 	return nil
 }
 
 // Read is one file a Batch read: Err is nil and Data its bytes (valid
 // until the next call of Next), or Err says why not; with syscall.EFBIG,
-// Size is the file's size.
+// Size is the file's size. For a file SubmitStat named, Info is what
+// Lstat would say.
 type Read struct {
 	Err  error
 	Size int64
 	Data []byte
+	Info Info
 }
 
 // Next returns the next file named, in the order named. With wait false
@@ -357,14 +385,28 @@ func (b *Batch) Next(wait bool) (Read, bool) {
 	}
 	h := b.buf[b.at:]
 	status := syscall.Errno(le32(h))
+	n := int(le32(h[4:]))
 	size := int64(le64(h[8:]))
 	b.at += 16
 	b.pending--
+	data := b.buf[b.at : b.at+n : b.at+n]
+	b.at += n
+	stat := false
+	if len(b.runs) > 0 {
+		stat = b.runs[0].stat
+		if b.runs[0].n--; b.runs[0].n <= 0 {
+			b.runs = b.runs[1:]
+		}
+	}
 	if status != 0 {
 		return Read{Err: status, Size: size}, true
 	}
-	data := b.buf[b.at : b.at+int(size) : b.at+int(size)]
-	b.at += int(size)
+	if stat {
+		if n < 9 {
+			return Read{Err: syscall.EIO}, true
+		}
+		return Read{Size: size, Info: Info{Kind: data[8], Size: size, Mtime: int64(le64(data))}}, true
+	}
 	return Read{Size: size, Data: data}, true
 }
 
@@ -387,14 +429,14 @@ func (b *Batch) take(wait bool) bool {
 		case n == 0:
 			b.buf, b.at = b.buf[:0], 0
 			if wait {
-				b.pending = 0 // the host has nothing queued
+				b.pending, b.runs = 0, nil // the host has nothing queued
 			}
 			return false
 		case -n > int32(len(b.buf)):
 			b.buf = make([]byte, -n)
 		default:
 			// An error the host should not give; what was named is lost.
-			b.buf, b.at, b.pending = b.buf[:0], 0, 0
+			b.buf, b.at, b.pending, b.runs = b.buf[:0], 0, 0, nil
 			return false
 		}
 	}

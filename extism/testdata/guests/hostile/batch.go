@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"strings"
 	"unsafe"
 
@@ -95,16 +96,16 @@ func batchTool() guest.Tool {
 			}
 			for b := buf[:n]; len(b) > 0; {
 				r := batchRecord{Status: binary.LittleEndian.Uint32(b), Size: int64(binary.LittleEndian.Uint64(b[8:]))}
-				b = b[16:]
-				if r.Status == 0 {
-					if in.Sums {
-						for _, c := range b[:r.Size] {
-							r.Sum += int(c)
-						}
-					} else {
-						r.Data = string(b[:r.Size])
+				data := b[16 : 16+binary.LittleEndian.Uint32(b[4:])]
+				b = b[16+len(data):]
+				if in.Sums {
+					for _, c := range data {
+						r.Sum += int(c)
 					}
-					b = b[r.Size:]
+				} else if in.Flags&2 != 0 {
+					r.Data = hex.EncodeToString(data) // a stat's time and type
+				} else {
+					r.Data = string(data)
 				}
 				out.Read = append(out.Read, r)
 			}
