@@ -71,7 +71,40 @@ func (s *searcher) setFilter(lit string, fold bool) {
 	}
 	if lit != "" {
 		s.filter, s.fold = []byte(lit), fold
+		s.filterFinder = scan.NewFinder(s.filter)
 	}
+}
+
+// mayHold reports whether data may hold the filter (true without one).
+func (s *searcher) mayHold(data []byte) bool {
+	switch {
+	case s.filter == nil:
+		return true
+	case !s.fold:
+		return s.filterFinder.Index(data) >= 0
+	case foldsToASCII(data, s.filter):
+		return true
+	}
+	return s.filterFinder.Index(s.lower(data)) >= 0
+}
+
+// lower returns data with its ASCII letters in lower case (same offsets),
+// in scratch space.
+func (s *searcher) lower(data []byte) []byte {
+	low := append(s.low[:0], data...)
+	for i, c := range low {
+		if 'A' <= c && c <= 'Z' {
+			low[i] = c + ('a' - 'A')
+		}
+	}
+	s.low = low
+	return low
+}
+
+// foldsToASCII reports whether data holds KELVIN SIGN or LONG S and the
+// lower-case ASCII needle a k or an s, which they fold to.
+func foldsToASCII(data, needle []byte) bool {
+	return bytes.ContainsAny(needle, "ks") && (bytes.Contains(data, []byte("\u212a")) || bytes.Contains(data, []byte("\u017f")))
 }
 
 // maxFilter is the longest filter the host takes.
@@ -96,6 +129,14 @@ type searcher struct {
 	literal *scan.Finder
 	filter  []byte // what the host may look for in files before they come (literal)
 	fold    bool   // filter is matched in either case
+	// The guest's own look for filter, in files the host did not filter
+	// (too large for a batch, or no batches): a file without it has no
+	// match, and the expression, slow on every byte, need not run.
+	// caseless finds a case-insensitive pattern itself: the expression
+	// is only needed for a file holding KELVIN SIGN or LONG S.
+	filterFinder *scan.Finder
+	caseless     *scan.Finder
+	low          []byte // scratch: a file in lower case
 	re      *regexp.Regexp
 	content bool
 	max     int
@@ -174,6 +215,9 @@ func search(c *guest.Call) (*guest.Result, error) {
 		default:
 			s.re = regexp.MustCompile("(?i)" + regexp.QuoteMeta(in.Pattern))
 			s.setFilter(in.Pattern, true)
+			if s.fold && len(s.filter) == len(in.Pattern) {
+				s.caseless = s.filterFinder // the whole pattern, ASCII
+			}
 		}
 	}
 	p, e := s.ms.Resolve(in.Path)
@@ -420,6 +464,9 @@ func (s *searcher) search(data []byte, shown string, q queued) {
 			return
 		}
 		s.files++
+		if !s.mayHold(data) {
+			return
+		}
 	}
 	s.scan(data, first, shown, q)
 }
@@ -445,10 +492,20 @@ func (s *searcher) read(abs string) ([]byte, bool) {
 func (s *searcher) scan(data []byte, first int, shown string, q queued) {
 	line, lineStart, counted := 1, 0, 0
 	pos := 0
+	var low []byte // data in lower case, for caseless
+	if s.caseless != nil && !foldsToASCII(data, s.filter) {
+		low = s.lower(data)
+	}
 	for pos <= len(data) && !s.done {
 		var at int
 		if first >= 0 {
 			at, first = first, -1
+		} else if low != nil {
+			i := s.caseless.Index(low[pos:])
+			if i < 0 {
+				return
+			}
+			at = pos + i
 		} else if s.literal != nil {
 			i := s.literal.Index(data[pos:])
 			if i < 0 {

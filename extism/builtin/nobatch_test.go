@@ -1,0 +1,90 @@
+package builtin_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	extism "github.com/extism/go-sdk"
+
+	"github.com/toolhost/toolhost/extism/builtin"
+)
+
+// TestFilesystemWithoutBatchReads runs filesystem.search and .list as a
+// host without batch reads does (go-sdk with its own mounts, and
+// toolhost_fs_submit answering ENOSYS, as toolhost does off Linux): the
+// guest reads and examines file by file, and its answers are those the
+// batched tools give through the host.
+func TestFilesystemWithoutBatchReads(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"a.txt":         "one needle\nNEEDLE two\n",
+		"m/b.go":        "package m // needle\n",
+		"m/deep/c.md":   "no\nneedle deep\n",
+		"z.bin":         "needle\x00binary",
+		".gitignore":    "ignored/\n",
+		"ignored/d.txt": "needle ignored\n",
+		"large/big.txt": strings.Repeat("filler\n", 200<<10) + "needle at the end\n",
+		"many/f00.txt":  "x",
+		"many/f01.txt":  "needle\n",
+		"many/f02.txt":  "",
+	}
+	writeFiles(t, dir, files)
+
+	wasm, ok := builtin.Lookup("filesystem")
+	if !ok {
+		t.Fatal("no filesystem module")
+	}
+	enosys := int32(52)
+	i32 := extism.ValueTypeI32
+	answer := func(context.Context, *extism.CurrentPlugin, []uint64) {}
+	answer = func(_ context.Context, _ *extism.CurrentPlugin, stack []uint64) { stack[0] = uint64(uint32(-enosys)) }
+	ctx := context.Background()
+	cp, err := extism.NewCompiledPlugin(ctx, extism.Manifest{
+		Wasm:         []extism.Wasm{extism.WasmData{Data: wasm}},
+		AllowedPaths: map[string]string{dir: "/workspace"},
+	}, extism.PluginConfig{EnableWasi: true}, []extism.HostFunction{
+		extism.NewHostFunctionWithStack("toolhost_fs_submit", answer, []extism.ValueType{i32, i32, i32, i32, extism.ValueTypeI64, i32, i32, i32}, []extism.ValueType{i32}),
+		extism.NewHostFunctionWithStack("toolhost_fs_take", answer, []extism.ValueType{i32, i32, i32}, []extism.ValueType{i32}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Close(ctx)
+	plain := func(tool, args string) string {
+		t.Helper()
+		p, err := cp.Instance(ctx, extism.PluginInstanceConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close(ctx)
+		_, out, err := p.Call("call_tool", []byte(fmt.Sprintf(`{"params":{"name":%q,"arguments":%s}}`, tool, args)))
+		if err != nil {
+			t.Fatalf("%s %s: %v", tool, args, err)
+		}
+		var res struct {
+			Content []struct{ Text string } `json:"content"`
+		}
+		if err := json.Unmarshal(out, &res); err != nil || len(res.Content) != 1 {
+			t.Fatalf("%s %s: %s (%v)", tool, args, out, err)
+		}
+		return res.Content[0].Text
+	}
+
+	for _, c := range []struct{ tool, args string }{
+		{"filesystem.search", `{"pattern":"needle"}`},
+		{"filesystem.search", `{"pattern":"needle","case_sensitive":false}`},
+		{"filesystem.search", `{"pattern":"need\\w+","regex":true}`},
+		{"filesystem.search", `{"pattern":"needle","max_results":2}`},
+		{"filesystem.list", `{"path":"many"}`},
+		{"filesystem.list", `{"depth":3}`},
+	} {
+		h := newHost(t, fsSpec(c.tool, dir, nil))
+		batched := mustText(t, h, c.tool, c.args)
+		if got := plain(c.tool, c.args); got != batched {
+			t.Errorf("%s %s without batch reads:\n%s\nwith them:\n%s", c.tool, c.args, got, batched)
+		}
+	}
+}
