@@ -137,10 +137,10 @@ type searcher struct {
 	filterFinder *scan.Finder
 	caseless     *scan.Finder
 	low          []byte // scratch: a file in lower case
-	re      *regexp.Regexp
-	content bool
-	max     int
-	maxSize int64
+	re           *regexp.Regexp
+	content      bool
+	max          int
+	maxSize      int64
 
 	ig     match.Ignore
 	buf    []byte
