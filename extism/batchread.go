@@ -14,6 +14,8 @@ import (
 	"syscall"
 
 	extism "github.com/extism/go-sdk"
+
+	"github.com/toolhost/toolhost/extism/internal/fold"
 )
 
 // Reading many files through the host in one go (toolhost_fs_submit and
@@ -328,17 +330,11 @@ func (b *batchReader) read() {
 // batchFilter is what a file must hold to be returned whole.
 type batchFilter struct {
 	needle []byte
-	// fold: ASCII letters match either case (needle is ASCII, lower
-	// case). A file holding KELVIN SIGN or LONG S, which Unicode folding
-	// makes a k or an s, is kept when needle has one of those letters:
-	// the filter drops only files that certainly do not match.
+	// fold: matched in either case by package fold's rule (needle is
+	// ASCII, lower case), which the search guest follows too: the filter
+	// drops only files that certainly do not match.
 	fold bool
 }
-
-var (
-	kelvin = []byte("\u212a")
-	longS  = []byte("\u017f")
-)
 
 // holds reports whether data may hold the needle; scratch is a buffer
 // of the caller's, for a lower-case copy.
@@ -346,17 +342,11 @@ func (f *batchFilter) holds(data []byte, scratch *[]byte) bool {
 	if !f.fold {
 		return bytes.Contains(data, f.needle)
 	}
-	if bytes.ContainsAny(f.needle, "ks") && (bytes.Contains(data, kelvin) || bytes.Contains(data, longS)) {
+	if fold.BeyondASCII(data, f.needle) {
 		return true
 	}
-	low := append((*scratch)[:0], data...)
-	for i, c := range low {
-		if 'A' <= c && c <= 'Z' {
-			low[i] = c + ('a' - 'A')
-		}
-	}
-	*scratch = low
-	return bytes.Contains(low, f.needle)
+	*scratch = fold.Lower(*scratch, data)
+	return bytes.Contains(*scratch, f.needle)
 }
 
 // bytesRead is what reading the file counts against file_bytes_read: all

@@ -17,6 +17,7 @@ import (
 	"github.com/toolhost/toolhost/extism/builtin/internal/match"
 	"github.com/toolhost/toolhost/extism/builtin/internal/mounts"
 	"github.com/toolhost/toolhost/extism/builtin/internal/scan"
+	"github.com/toolhost/toolhost/extism/internal/fold"
 	"github.com/toolhost/toolhost/shared/guest"
 )
 
@@ -82,29 +83,11 @@ func (s *searcher) mayHold(data []byte) bool {
 		return true
 	case !s.fold:
 		return s.filterFinder.Index(data) >= 0
-	case foldsToASCII(data, s.filter):
+	case fold.BeyondASCII(data, s.filter):
 		return true
 	}
-	return s.filterFinder.Index(s.lower(data)) >= 0
-}
-
-// lower returns data with its ASCII letters in lower case (same offsets),
-// in scratch space.
-func (s *searcher) lower(data []byte) []byte {
-	low := append(s.low[:0], data...)
-	for i, c := range low {
-		if 'A' <= c && c <= 'Z' {
-			low[i] = c + ('a' - 'A')
-		}
-	}
-	s.low = low
-	return low
-}
-
-// foldsToASCII reports whether data holds KELVIN SIGN or LONG S and the
-// lower-case ASCII needle a k or an s, which they fold to.
-func foldsToASCII(data, needle []byte) bool {
-	return bytes.ContainsAny(needle, "ks") && (bytes.Contains(data, []byte("\u212a")) || bytes.Contains(data, []byte("\u017f")))
+	s.low = fold.Lower(s.low, data)
+	return s.filterFinder.Index(s.low) >= 0
 }
 
 // maxFilter is the longest filter the host takes.
@@ -493,8 +476,9 @@ func (s *searcher) scan(data []byte, first int, shown string, q queued) {
 	line, lineStart, counted := 1, 0, 0
 	pos := 0
 	var low []byte // data in lower case, for caseless
-	if s.caseless != nil && !foldsToASCII(data, s.filter) {
-		low = s.lower(data)
+	if s.caseless != nil && !fold.BeyondASCII(data, s.filter) {
+		s.low = fold.Lower(s.low, data)
+		low = s.low
 	}
 	for pos <= len(data) && !s.done {
 		var at int
