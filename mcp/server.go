@@ -213,8 +213,15 @@ func (s *Server) availabilityMiddleware(next sdk.MethodHandler) sdk.MethodHandle
 // stdout) until the client disconnects or ctx is done. When ctx is done it
 // shuts down like Shutdown: calls in flight get up to grace to finish, then
 // are cancelled, and the session is closed after they returned.
+//
+// When in has a SetReadDeadline method that works (a pipe or socket opened
+// non-blocking, as `host serve` opens its stdin), messages are read on the session's own
+// goroutine, which saves a hand-off between threads per call; otherwise a
+// goroutine reads in, so that closing the session never waits for input.
+// Lines that are not JSON-RPC messages are answered with a JSON-RPC error
+// and the session goes on.
 func (s *Server) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser, grace time.Duration) error {
-	ss, err := s.sdk.Connect(context.WithoutCancel(ctx), &sdk.IOTransport{Reader: in, Writer: out}, nil)
+	ss, err := s.sdk.Connect(context.WithoutCancel(ctx), &stdioTransport{in: in, out: out, log: s.log}, nil)
 	if err != nil {
 		return err
 	}

@@ -94,7 +94,9 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	}
 	if f.stdio {
 		h.Log.Info("serving MCP on stdio", "tools", len(h.Tools()))
-		return srv.ServeStdio(ctx, io.NopCloser(a.stdin), nopWriteCloser{a.stdout}, f.grace)
+		in, restore := serveInput(a.stdin)
+		defer restore()
+		return srv.ServeStdio(ctx, in, nopWriteCloser{a.stdout}, f.grace)
 	}
 	addr := f.http
 	if strings.HasPrefix(addr, ":") {

@@ -1,0 +1,432 @@
+package mcp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// MaxStdioMessage bounds one newline-delimited JSON-RPC message read on
+// stdio, as the SDK's own stdio transport does.
+const MaxStdioMessage = sdk.DefaultMaxLineLength
+
+// stdioTransport is the stdio transport of ServeStdio: newline-delimited
+// JSON-RPC (with JSON-RPC batches), like the SDK's IOTransport, built for a
+// call's latency rather than generality.
+//
+//   - Each message is decoded once, on the goroutine that asks for it. The
+//     SDK's transport decodes it on a goroutine of its own, hands it over,
+//     and decodes it twice more (once as a batch). When the input can be
+//     interrupted (SetReadDeadline: a pipe or socket made non-blocking),
+//     reading is done on the session's own goroutine, which then runs the
+//     handler on the same thread, with no hand-off between threads; on an
+//     idle machine each hand-off is a thread woken from sleep.
+//   - A response is written as its encoded result framed by its id, in one
+//     write, without compacting the result again.
+//   - A line that is not JSON, or not a JSON-RPC message, or longer than
+//     MaxStdioMessage, is answered with a JSON-RPC error (-32700 or -32600)
+//     and the session goes on; the SDK's transport ends the session.
+type stdioTransport struct {
+	in  io.ReadCloser
+	out io.WriteCloser
+	log hclog.Logger
+	max int
+}
+
+// deadliner is an input whose blocked Read a deadline interrupts.
+type deadliner interface {
+	SetReadDeadline(time.Time) error
+}
+
+func (t *stdioTransport) Connect(context.Context) (sdk.Connection, error) {
+	max := t.max
+	if max <= 0 {
+		max = MaxStdioMessage
+	}
+	c := &stdioConn{
+		in:     t.in,
+		r:      bufio.NewReaderSize(t.in, 64<<10),
+		out:    t.out,
+		log:    t.log,
+		max:    max,
+		closed: make(chan struct{}),
+	}
+	if d, ok := t.in.(deadliner); ok && d.SetReadDeadline(time.Time{}) == nil {
+		c.direct = d
+	} else {
+		// Close must end a Read waiting for input, which closing a
+		// blocking descriptor does not do: read on a goroutine of our own.
+		c.lines = make(chan lineOrErr)
+		go c.readLines()
+	}
+	return c, nil
+}
+
+type lineOrErr struct {
+	line []byte
+	err  error
+}
+
+type stdioConn struct {
+	in     io.ReadCloser
+	r      *bufio.Reader
+	out    io.WriteCloser
+	log    hclog.Logger
+	max    int
+	direct deadliner      // set: Read reads the input itself
+	lines  chan lineOrErr // else: what readLines read
+
+	queue []jsonrpc.Message // the rest of a batch being read
+
+	writeMu sync.Mutex
+	buf     []byte // the write buffer, under writeMu
+
+	batchMu sync.Mutex
+	batches map[jsonrpc.ID]*stdioBatch // batched requests not yet answered
+
+	closeOnce sync.Once
+	closed    chan struct{}
+	closeErr  error
+}
+
+// stdioBatch collects the responses to one JSON-RPC batch, which are sent
+// together as an array once every request in it has been answered.
+type stdioBatch struct {
+	pending   int
+	index     map[jsonrpc.ID]int
+	responses []*jsonrpc.Response
+}
+
+func (c *stdioConn) SessionID() string { return "" }
+
+// Read returns the next message. Lines that are not messages are answered
+// with an error response and skipped.
+func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(c.queue) > 0 {
+		m := c.queue[0]
+		c.queue = c.queue[1:]
+		return m, nil
+	}
+	for {
+		line, err := c.next()
+		if err != nil {
+			if tooLong := (*lineTooLongError)(nil); errors.As(err, &tooLong) {
+				c.refuse(jsonrpc.CodeInvalidRequest, err.Error())
+				continue
+			}
+			return nil, err
+		}
+		msgs, err := c.decode(line)
+		if err != nil {
+			c.refuse(codeOf(err), err.Error())
+			continue
+		}
+		if msgs == nil {
+			continue // a blank line
+		}
+		c.queue = msgs[1:]
+		return msgs[0], nil
+	}
+}
+
+// next returns the next line, without its line ending.
+func (c *stdioConn) next() ([]byte, error) {
+	if c.direct == nil {
+		select {
+		case l, ok := <-c.lines:
+			if !ok {
+				return nil, io.EOF
+			}
+			return l.line, l.err
+		case <-c.closed:
+			return nil, io.EOF
+		}
+	}
+	line, err := c.readLine()
+	if err != nil {
+		select {
+		case <-c.closed:
+			return nil, io.EOF
+		default:
+		}
+	}
+	return line, err
+}
+
+// readLines feeds c.lines until the input ends or the connection closes.
+func (c *stdioConn) readLines() {
+	defer close(c.lines)
+	for {
+		line, err := c.readLine()
+		if line != nil {
+			// The reader's buffer is reused by the next read.
+			line = bytes.Clone(line)
+		}
+		select {
+		case c.lines <- lineOrErr{line, err}:
+		case <-c.closed:
+			return
+		}
+		if err != nil && !errors.As(err, new(*lineTooLongError)) {
+			return
+		}
+	}
+}
+
+type lineTooLongError struct{ max int }
+
+func (e *lineTooLongError) Error() string {
+	return fmt.Sprintf("message longer than %d bytes", e.max)
+}
+
+// readLine reads one line of at most c.max bytes. A longer one is read to
+// its end and dropped. The line may alias the reader's buffer.
+func (c *stdioConn) readLine() ([]byte, error) {
+	line, err := c.r.ReadSlice('\n')
+	if err == nil {
+		return line, nil
+	}
+	if !errors.Is(err, bufio.ErrBufferFull) {
+		if len(line) > 0 && errors.Is(err, io.EOF) {
+			return line, nil // the last line has no newline
+		}
+		return nil, err
+	}
+	long := bytes.Clone(line)
+	for errors.Is(err, bufio.ErrBufferFull) {
+		line, err = c.r.ReadSlice('\n')
+		if len(long) <= c.max {
+			long = append(long, line...)
+		}
+	}
+	if err != nil && !(errors.Is(err, io.EOF) && len(line) > 0) {
+		return nil, err
+	}
+	if len(long) > c.max {
+		return nil, &lineTooLongError{c.max}
+	}
+	return long, nil
+}
+
+// rpcError is a line that is not a message, with its JSON-RPC error code.
+type rpcError struct {
+	code int64
+	err  error
+}
+
+func (e *rpcError) Error() string { return e.err.Error() }
+
+func codeOf(err error) int64 {
+	if re, ok := err.(*rpcError); ok {
+		return re.code
+	}
+	return jsonrpc.CodeInvalidRequest
+}
+
+// decode decodes a line into its messages: one, or a batch's.
+func (c *stdioConn) decode(line []byte) ([]jsonrpc.Message, error) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return nil, nil
+	}
+	if line[0] != '[' {
+		m, err := jsonrpc.DecodeMessage(line)
+		if err != nil {
+			return nil, decodeError(line, err)
+		}
+		return []jsonrpc.Message{m}, nil
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(line, &raws); err != nil {
+		return nil, &rpcError{jsonrpc.CodeParseError, fmt.Errorf("parse error: %v", err)}
+	}
+	if len(raws) == 0 {
+		return nil, &rpcError{jsonrpc.CodeInvalidRequest, errors.New("empty batch")}
+	}
+	msgs := make([]jsonrpc.Message, 0, len(raws))
+	b := &stdioBatch{index: map[jsonrpc.ID]int{}}
+	for _, raw := range raws {
+		m, err := jsonrpc.DecodeMessage(raw)
+		if err != nil {
+			return nil, decodeError(raw, err)
+		}
+		if r, ok := m.(*jsonrpc.Request); ok && r.IsCall() {
+			if _, dup := b.index[r.ID]; dup {
+				return nil, &rpcError{jsonrpc.CodeInvalidRequest, fmt.Errorf("batch holds request id %v twice", r.ID.Raw())}
+			}
+			b.index[r.ID] = len(b.responses)
+			b.responses = append(b.responses, nil)
+		}
+		msgs = append(msgs, m)
+	}
+	if b.pending = len(b.responses); b.pending > 0 {
+		c.batchMu.Lock()
+		defer c.batchMu.Unlock()
+		for id := range b.index {
+			if _, taken := c.batches[id]; taken {
+				return nil, &rpcError{jsonrpc.CodeInvalidRequest, fmt.Errorf("batch reuses request id %v, still unanswered", id.Raw())}
+			}
+		}
+		if c.batches == nil {
+			c.batches = map[jsonrpc.ID]*stdioBatch{}
+		}
+		for id := range b.index {
+			c.batches[id] = b
+		}
+	}
+	return msgs, nil
+}
+
+// decodeError classifies a message that did not decode.
+func decodeError(raw []byte, err error) error {
+	if !json.Valid(raw) {
+		return &rpcError{jsonrpc.CodeParseError, fmt.Errorf("parse error: %v", err)}
+	}
+	return &rpcError{jsonrpc.CodeInvalidRequest, fmt.Errorf("invalid request: %v", err)}
+}
+
+// refuse answers a line that was not a message. Its id is unknown, so the
+// answer's is null, as JSON-RPC says.
+func (c *stdioConn) refuse(code int64, msg string) {
+	if c.log != nil {
+		c.log.Warn("stdio: refused a message", "code", code, "error", msg)
+	}
+	data, err := json.Marshal(struct {
+		Version string         `json:"jsonrpc"`
+		ID      *struct{}      `json:"id"`
+		Error   *jsonrpc.Error `json:"error"`
+	}{"2.0", nil, &jsonrpc.Error{Code: code, Message: msg}})
+	if err != nil {
+		return
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	c.out.Write(append(data, '\n'))
+}
+
+// Write writes one message on one line. A response to a request of a batch
+// is held until the batch is complete.
+func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if r, ok := msg.(*jsonrpc.Response); ok {
+		if batch, held := c.batched(r); held {
+			if batch == nil {
+				return nil
+			}
+			return c.writeBatch(batch)
+		}
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	b, err := appendMessage(c.buf[:0], msg)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	_, err = c.out.Write(b)
+	if cap(b) <= 1<<20 {
+		c.buf = b // kept for the next message, unless large
+	}
+	return err
+}
+
+// batched records r if it answers a request of a batch; the batch's
+// responses are returned once r completes it.
+func (c *stdioConn) batched(r *jsonrpc.Response) ([]*jsonrpc.Response, bool) {
+	c.batchMu.Lock()
+	defer c.batchMu.Unlock()
+	b, ok := c.batches[r.ID]
+	if !ok {
+		return nil, false
+	}
+	delete(c.batches, r.ID)
+	b.responses[b.index[r.ID]] = r
+	if b.pending--; b.pending > 0 {
+		return nil, true
+	}
+	return b.responses, true
+}
+
+func (c *stdioConn) writeBatch(rs []*jsonrpc.Response) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	b := append(c.buf[:0], '[')
+	for i, r := range rs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = appendMessage(b, r); err != nil {
+			return err
+		}
+	}
+	b = append(b, ']', '\n')
+	_, err := c.out.Write(b)
+	return err
+}
+
+// appendMessage appends msg's encoding. A successful response is its id and
+// result, which the SDK marshalled just before, framed as is; anything else
+// is encoded by the SDK.
+func appendMessage(b []byte, msg jsonrpc.Message) ([]byte, error) {
+	if r, ok := msg.(*jsonrpc.Response); ok && r.Error == nil && len(r.Result) > 0 && bytes.IndexByte(r.Result, '\n') < 0 {
+		b = append(b, `{"jsonrpc":"2.0","id":`...)
+		switch id := r.ID.Raw().(type) {
+		case int64:
+			b = strconv.AppendInt(b, id, 10)
+		case string:
+			b = appendString(b, id)
+		default:
+			b = append(b, "null"...)
+		}
+		b = append(b, `,"result":`...)
+		b = append(b, r.Result...)
+		return append(b, '}'), nil
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return b, fmt.Errorf("encoding message: %v", err)
+	}
+	return append(b, data...), nil
+}
+
+// appendString appends s as a JSON string, as encoding/json writes it.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x7f || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// Close ends the connection; a Read waiting for input returns io.EOF.
+func (c *stdioConn) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		if c.direct != nil {
+			c.direct.SetReadDeadline(time.Now())
+		}
+		c.closeErr = errors.Join(c.in.Close(), c.out.Close())
+	})
+	return c.closeErr
+}

@@ -1,0 +1,198 @@
+package mcp_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rawStdio serves a session of srv over a pair of pipes and returns the
+// client's ends: lines written to w, lines read from r. os selects pipes
+// from the operating system, which ServeStdio reads through the poller
+// (SetReadDeadline), as `host serve` reads its stdin; otherwise io.Pipe,
+// which it reads on a goroutine of its own.
+func rawStdio(t *testing.T, osPipes bool) (w io.WriteCloser, r *bufio.Reader, stop func() error) {
+	t.Helper()
+	srv := newServer(t, newTestHost(t).Host)
+	var (
+		sr io.ReadCloser
+		sw io.WriteCloser
+		cr io.ReadCloser
+	)
+	if osPipes {
+		a, b, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, d, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sr, w, cr, sw = a, b, c, d
+	} else {
+		a, b := io.Pipe()
+		c, d := io.Pipe()
+		sr, w, cr, sw = a, b, c, d
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeStdio(ctx, sr, sw, time.Second) }()
+	stopped := false
+	stop = func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(10 * time.Second):
+			t.Fatal("ServeStdio did not return after its context was cancelled, with the client idle")
+			return nil
+		}
+	}
+	t.Cleanup(func() {
+		stop()
+		w.Close()
+		cr.Close()
+	})
+	return w, bufio.NewReader(cr), stop
+}
+
+// rpcLine reads one line and decodes it (an object or a batch's array).
+func rpcLine(t *testing.T, r *bufio.Reader) any {
+	t.Helper()
+	line, err := r.ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading a response: %v", err)
+	}
+	var v any
+	if err := json.Unmarshal([]byte(line), &v); err != nil {
+		t.Fatalf("response is not JSON: %v: %q", err, line)
+	}
+	return v
+}
+
+func send(t *testing.T, w io.Writer, lines ...string) {
+	t.Helper()
+	for _, l := range lines {
+		if _, err := io.WriteString(w, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+const initLines = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}` + "\n" +
+	`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"
+
+// TestStdioWire drives `ServeStdio` with raw lines: what the SDK's client
+// never sends (batches, string ids needing escapes, CRLF, blank lines, lines
+// that are not messages), on both kinds of input.
+func TestStdioWire(t *testing.T) {
+	for _, osPipes := range []bool{true, false} {
+		name := "io.Pipe"
+		if osPipes {
+			name = "os.Pipe"
+		}
+		t.Run(name, func(t *testing.T) {
+			w, r, stop := rawStdio(t, osPipes)
+			send(t, w, initLines)
+			if m := rpcLine(t, r).(map[string]any); m["id"] != 0.0 || m["result"] == nil {
+				t.Fatalf("initialize: %v", m)
+			}
+
+			// Not JSON: a parse error with a null id, and the session goes on.
+			send(t, w, "this is not json\n")
+			m := rpcLine(t, r).(map[string]any)
+			if e, _ := m["error"].(map[string]any); e == nil || e["code"] != -32700.0 || m["id"] != nil {
+				t.Fatalf("garbage: want a -32700 error with a null id, got %v", m)
+			}
+			if _, ok := m["id"]; !ok {
+				t.Fatalf("error response without an id member: %v", m)
+			}
+			// JSON, not JSON-RPC.
+			send(t, w, `{"jsonrpc":"2.0","id":{"x":1},"method":"tools/list"}`+"\n")
+			m = rpcLine(t, r).(map[string]any)
+			if e, _ := m["error"].(map[string]any); e == nil || e["code"] != -32600.0 {
+				t.Fatalf("object id: want -32600, got %v", m)
+			}
+
+			// A string id that needs escaping, CRLF, a blank line before.
+			send(t, w, "\r\n", `{"jsonrpc":"2.0","id":"a\"b<&>é","method":"tools/call","params":{"name":"fx_echo","arguments":{"text":"crlf"}}}`+"\r\n")
+			m = rpcLine(t, r).(map[string]any)
+			if m["id"] != "a\"b<&>é" {
+				t.Fatalf("string id came back as %v", m["id"])
+			}
+			if got := resultText(t, m); got != "crlf" {
+				t.Fatalf("echo: %q", got)
+			}
+
+			// A batch: one array back, in the batch's order, with no entry
+			// for its notification.
+			send(t, w, `[{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fx_echo","arguments":{"text":"seven"}}},`+
+				`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"x","progress":1}},`+
+				`{"jsonrpc":"2.0","id":"eight","method":"tools/call","params":{"name":"fx_echo","arguments":{"text":"eight"}}}]`+"\n")
+			arr, ok := rpcLine(t, r).([]any)
+			if !ok || len(arr) != 2 {
+				t.Fatalf("batch: want an array of 2 responses, got %v", arr)
+			}
+			for i, want := range []struct {
+				id   any
+				text string
+			}{{7.0, "seven"}, {"eight", "eight"}} {
+				m := arr[i].(map[string]any)
+				if m["id"] != want.id || resultText(t, m) != want.text {
+					t.Fatalf("batch response %d: %v", i, m)
+				}
+			}
+			send(t, w, "[]\n")
+			if m := rpcLine(t, r).(map[string]any); m["error"] == nil {
+				t.Fatalf("empty batch: want an error, got %v", m)
+			}
+			send(t, w, `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":1,"method":"ping"}]`+"\n")
+			if m := rpcLine(t, r).(map[string]any); m["error"] == nil || !strings.Contains(m["error"].(map[string]any)["message"].(string), "twice") {
+				t.Fatalf("batch with an id twice: want an error, got %v", m)
+			}
+
+			// Still serving.
+			send(t, w, `{"jsonrpc":"2.0","id":9,"method":"ping"}`+"\n")
+			if m := rpcLine(t, r).(map[string]any); m["id"] != 9.0 || m["error"] != nil {
+				t.Fatalf("ping: %v", m)
+			}
+			w.Close()
+			if err := stop(); err != nil {
+				t.Fatalf("ServeStdio: %v", err)
+			}
+		})
+	}
+}
+
+// TestStdioCloseWhileIdle: cancelling ServeStdio while the client sends
+// nothing returns (rawStdio's stop fails the test after 10 s otherwise).
+func TestStdioCloseWhileIdle(t *testing.T) {
+	for _, osPipes := range []bool{true, false} {
+		w, r, stop := rawStdio(t, osPipes)
+		send(t, w, initLines)
+		rpcLine(t, r)
+		if err := stop(); err != nil {
+			t.Fatalf("os pipes %v: ServeStdio: %v", osPipes, err)
+		}
+	}
+}
+
+func resultText(t *testing.T, m map[string]any) string {
+	t.Helper()
+	res, _ := m["result"].(map[string]any)
+	content, _ := res["content"].([]any)
+	if len(content) == 0 {
+		t.Fatalf("no content in %v", m)
+	}
+	text, _ := content[0].(map[string]any)["text"].(string)
+	return text
+}
