@@ -143,3 +143,34 @@ func FuzzAppendResult(f *testing.F) {
 		sameResult(t, res, nil)
 	})
 }
+
+// TestPlainRun holds the word-at-a-time scan to the byte-by-byte rule.
+func TestPlainRun(t *testing.T) {
+	plain := func(c byte) bool {
+		return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	var cases []string
+	for c := range 256 {
+		for pos := range 8 {
+			b := []byte("aaaaaaaaaaaaaaaa")
+			b[pos] = byte(c)
+			b[pos+8] = byte(c)
+			cases = append(cases, string(b))
+		}
+	}
+	for _, s := range append(cases, "", "abcdefgh", "abcdefghijklmnop", "abc\ndefghijklmno", "abcdefg\x7f", "abcdefgh\x00",
+		"abcdefgé", "é", "abcdef\"h", "ab<>&\\xyzzzzzzzzz", " !#$%'()*+,-./0123456789:;=?@[]^_`{|}~abcdefghi", "\x1f\x20\x21\x22abcdefgh") {
+		for i := 0; i <= len(s); i++ {
+			want := 0
+			for want < len(s)-i && plain(s[i+want]) {
+				want++
+			}
+			got := plainRun(s, i)
+			// plainRun stops at a special byte, or where fewer than eight
+			// remain; it never claims a byte that is not plain.
+			if got > want || (got < want && len(s)-i-got >= 8) {
+				t.Errorf("plainRun(%q, %d) = %d, want %d", s, i, got, want)
+			}
+		}
+	}
+}

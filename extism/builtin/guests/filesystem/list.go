@@ -90,7 +90,8 @@ func list(c *guest.Call) (*guest.Result, error) {
 	}
 	// The listing is built with appends rather than fmt and time.Format:
 	// in a wasm guest those cost more than the host's work for an entry.
-	var out, dirBuf []byte
+	var dirBuf []byte
+	out := make([]byte, 0, 4096) // a line is about 50 bytes
 	n := 0
 	stopped := false
 	var batch mounts.Batch
@@ -291,14 +292,11 @@ func appendDateTime(b []byte, t time.Time) []byte {
 	return appendDigits(b, s, 2)
 }
 
-// appendDigits appends the non-negative v in exactly n digits.
+// appendDigits appends the non-negative v in exactly n digits (n is 2 or
+// 4).
 func appendDigits(b []byte, v, n int) []byte {
-	for i := n - 1; i >= 0; i-- {
-		p := 1
-		for range i {
-			p *= 10
-		}
-		b = append(b, byte('0'+v/p%10))
+	if n == 4 {
+		b = append(b, byte('0'+v/1000%10), byte('0'+v/100%10))
 	}
-	return b
+	return append(b, byte('0'+v/10%10), byte('0'+v%10))
 }
