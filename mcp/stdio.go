@@ -135,8 +135,8 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			c.refuse(codeOf(err), err.Error())
 			continue
 		}
-		if msgs == nil {
-			continue // a blank line
+		if len(msgs) == 0 {
+			continue // a blank line, or a batch with nothing to serve
 		}
 		c.queue = msgs[1:]
 		return msgs[0], nil
@@ -198,6 +198,9 @@ func (e *lineTooLongError) Error() string {
 func (c *stdioConn) readLine() ([]byte, error) {
 	line, err := c.r.ReadSlice('\n')
 	if err == nil {
+		if len(line) > c.max+2 { // the cap, and CR LF
+			return nil, &lineTooLongError{c.max}
+		}
 		return line, nil
 	}
 	if !errors.Is(err, bufio.ErrBufferFull) {
@@ -248,6 +251,11 @@ func (c *stdioConn) decode(line []byte) ([]jsonrpc.Message, error) {
 		if err != nil {
 			return nil, decodeError(line, err)
 		}
+		if !json.Valid(line) {
+			// The decoder stops after the first value: a line holding
+			// two would lose the second without a word.
+			return nil, &rpcError{jsonrpc.CodeParseError, errors.New("parse error: a line must hold exactly one JSON value")}
+		}
 		return []jsonrpc.Message{m}, nil
 	}
 	var raws []json.RawMessage
@@ -259,36 +267,45 @@ func (c *stdioConn) decode(line []byte) ([]jsonrpc.Message, error) {
 	}
 	msgs := make([]jsonrpc.Message, 0, len(raws))
 	b := &stdioBatch{index: map[jsonrpc.ID]int{}}
+	c.batchMu.Lock()
+	defer c.batchMu.Unlock()
 	for _, raw := range raws {
 		m, err := jsonrpc.DecodeMessage(raw)
 		if err != nil {
-			return nil, decodeError(raw, err)
+			// An element that is not a message is answered in the
+			// batch's array, as JSON-RPC says; the others are served.
+			b.responses = append(b.responses, errorResponse(decodeError(raw, err)))
+			continue
 		}
 		if r, ok := m.(*jsonrpc.Request); ok && r.IsCall() {
-			if _, dup := b.index[r.ID]; dup {
-				return nil, &rpcError{jsonrpc.CodeInvalidRequest, fmt.Errorf("batch holds request id %v twice", r.ID.Raw())}
+			_, dup := b.index[r.ID]
+			if _, taken := c.batches[r.ID]; dup || taken {
+				b.responses = append(b.responses, errorResponse(&rpcError{jsonrpc.CodeInvalidRequest, fmt.Errorf("request id %v is already in use", r.ID.Raw())}))
+				continue
 			}
 			b.index[r.ID] = len(b.responses)
 			b.responses = append(b.responses, nil)
 		}
 		msgs = append(msgs, m)
 	}
-	if b.pending = len(b.responses); b.pending > 0 {
-		c.batchMu.Lock()
-		defer c.batchMu.Unlock()
-		for id := range b.index {
-			if _, taken := c.batches[id]; taken {
-				return nil, &rpcError{jsonrpc.CodeInvalidRequest, fmt.Errorf("batch reuses request id %v, still unanswered", id.Raw())}
-			}
-		}
+	if b.pending = len(b.index); b.pending > 0 {
 		if c.batches == nil {
 			c.batches = map[jsonrpc.ID]*stdioBatch{}
 		}
 		for id := range b.index {
 			c.batches[id] = b
 		}
+	} else if len(b.responses) > 0 {
+		// Nothing in the batch awaits an answer: the errors go now.
+		c.writeBatch(b.responses)
 	}
 	return msgs, nil
+}
+
+// errorResponse is the answer, with a null id, to a batch element that
+// could not be served.
+func errorResponse(err error) *jsonrpc.Response {
+	return &jsonrpc.Response{Error: &jsonrpc.Error{Code: codeOf(err), Message: err.Error()}}
 }
 
 // decodeError classifies a message that did not decode.

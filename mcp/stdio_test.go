@@ -155,9 +155,32 @@ func TestStdioWire(t *testing.T) {
 			if m := rpcLine(t, r).(map[string]any); m["error"] == nil {
 				t.Fatalf("empty batch: want an error, got %v", m)
 			}
-			send(t, w, `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":1,"method":"ping"}]`+"\n")
-			if m := rpcLine(t, r).(map[string]any); m["error"] == nil || !strings.Contains(m["error"].(map[string]any)["message"].(string), "twice") {
-				t.Fatalf("batch with an id twice: want an error, got %v", m)
+			// A batch's elements that cannot be served are answered in its
+			// array; the others are served.
+			send(t, w, `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"1.0","id":2},5]`+"\n")
+			arr, ok = rpcLine(t, r).([]any)
+			if !ok || len(arr) != 4 {
+				t.Fatalf("batch with bad elements: want an array of 4, got %v", arr)
+			}
+			if m := arr[0].(map[string]any); m["id"] != 1.0 || m["error"] != nil {
+				t.Fatalf("batch: the valid ping: %v", m)
+			}
+			for i, want := range []string{"already in use", "", ""} {
+				m := arr[i+1].(map[string]any)
+				e, _ := m["error"].(map[string]any)
+				if e == nil || m["id"] != nil || !strings.Contains(e["message"].(string), want) {
+					t.Fatalf("batch element %d: want an error with a null id, got %v", i+1, m)
+				}
+			}
+			// Only bad elements: answered at once.
+			send(t, w, `[1,2]`+"\n")
+			if arr, ok := rpcLine(t, r).([]any); !ok || len(arr) != 2 {
+				t.Fatalf("batch of bad elements: %v", arr)
+			}
+			// Two messages on one line: refused, not half served.
+			send(t, w, `{"jsonrpc":"2.0","id":3,"method":"ping"}{"jsonrpc":"2.0","id":4,"method":"ping"}`+"\n")
+			if m := rpcLine(t, r).(map[string]any); m["error"] == nil || m["id"] != nil {
+				t.Fatalf("two messages on a line: want an error, got %v", m)
 			}
 
 			// Still serving.

@@ -7,6 +7,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // serveInput returns what `host serve --stdio` reads its messages from.
@@ -16,20 +18,33 @@ import (
 // call is handled on the thread that read it, and the read can be
 // interrupted (SetReadDeadline) at shutdown. A terminal or a file is left
 // as it is: non-blocking mode belongs to the open file, which a terminal
-// shares with the shell. restore undoes the change.
+// shares with the shell; so is a stdin that is also stdout (one socket, as
+// inetd gives), whose writes are not made through the poller. restore
+// puts the mode back as it was.
 func serveInput(in io.Reader) (r io.ReadCloser, restore func()) {
 	f, ok := in.(*os.File)
 	if !ok {
 		return io.NopCloser(in), func() {}
 	}
-	var st syscall.Stat_t
-	fd := int(f.Fd())
-	if err := syscall.Fstat(fd, &st); err != nil {
+	fd := -1
+	if sc, err := f.SyscallConn(); err == nil {
+		sc.Control(func(d uintptr) { fd = int(d) }) // unlike Fd, leaves the mode alone
+	}
+	var st, out syscall.Stat_t
+	if fd < 0 || syscall.Fstat(fd, &st) != nil {
 		return io.NopCloser(in), func() {}
 	}
 	if kind := st.Mode & syscall.S_IFMT; kind != syscall.S_IFIFO && kind != syscall.S_IFSOCK {
 		return io.NopCloser(in), func() {}
 	}
+	if syscall.Fstat(1, &out) == nil && out.Dev == st.Dev && out.Ino == st.Ino {
+		return io.NopCloser(in), func() {}
+	}
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil {
+		return io.NopCloser(in), func() {}
+	}
+	wasNonblock := flags&unix.O_NONBLOCK != 0
 	dup, err := syscall.Dup(fd)
 	if err != nil {
 		return io.NopCloser(in), func() {}
@@ -42,11 +57,11 @@ func serveInput(in io.Reader) (r io.ReadCloser, restore func()) {
 	pf := os.NewFile(uintptr(dup), f.Name())
 	if pf.SetReadDeadline(time.Time{}) != nil { // not pollable after all
 		pf.Close()
-		syscall.SetNonblock(fd, false)
+		syscall.SetNonblock(fd, wasNonblock)
 		return io.NopCloser(in), func() {}
 	}
 	return pf, func() {
 		pf.Close()
-		syscall.SetNonblock(fd, false)
+		syscall.SetNonblock(fd, wasNonblock)
 	}
 }
