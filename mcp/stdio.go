@@ -408,7 +408,11 @@ func appendMessage(b []byte, msg jsonrpc.Message) ([]byte, error) {
 		case int64:
 			b = strconv.AppendInt(b, id, 10)
 		case string:
-			b = appendString(b, id)
+			q, err := json.Marshal(id)
+			if err != nil {
+				return b, err
+			}
+			b = append(b, q...)
 		default:
 			b = append(b, "null"...)
 		}
@@ -421,19 +425,6 @@ func appendMessage(b []byte, msg jsonrpc.Message) ([]byte, error) {
 		return b, fmt.Errorf("encoding message: %v", err)
 	}
 	return append(b, data...), nil
-}
-
-// appendString appends s as a JSON string, as encoding/json writes it.
-func appendString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x7f || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 // Close ends the connection; a Read waiting for input returns io.EOF.
