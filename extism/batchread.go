@@ -42,6 +42,10 @@ const (
 const (
 	// batchWorkers is how many goroutines read one call's files.
 	batchWorkers = 2
+	// batchInlineStats is how many files may wait to be examined before
+	// workers start on them; fewer are left to the guest's next take,
+	// which examines them on its own thread.
+	batchInlineStats = 256
 	// batchMaxFile is the largest file read in a batch; a larger one is
 	// answered EFBIG with its size, for the guest to read itself.
 	batchMaxFile = 1 << 20
@@ -275,6 +279,9 @@ func (b *batchReader) submit(dir string, open func() (*os.File, uint32), names [
 		jobs[i] = batchJob{dir: d, name: n, max: max, filter: filter, stat: stat}
 		b.jobs = append(b.jobs, &jobs[i])
 	}
+	if stat && len(b.jobs)-b.next <= batchInlineStats {
+		return 0 // the guest's take examines them (take)
+	}
 	for b.running < batchWorkers && b.running < len(b.jobs)-b.next {
 		b.running++
 		b.wg.Add(1)
@@ -295,36 +302,42 @@ func (b *batchReader) read() {
 			b.work.Wait()
 			continue
 		}
-		j := b.jobs[b.next]
-		b.next++
-		b.mu.Unlock()
-		if j.stat {
-			j.status, j.size = statBatchFile(j.dir.fd, j.name, &j.meta)
-			if j.status == 0 {
-				j.data = j.meta[:]
-			}
-		} else {
-			j.status, j.size, j.data = readBatchFile(j.dir.fd, j.name, j.max)
-			j.applyFilter(&scratch)
-		}
-		j.held = int64(cap(j.data))
-		if j.data == nil {
-			j.held = j.bytesRead() // a filter's answer: read all the same
-		}
-		b.mu.Lock()
-		b.release(j.dir)
-		j.done = true
-		b.ahead += j.held
-		if j == b.jobs[0] {
-			// The file a waiting take needs next (it takes the files
-			// after it that are read too): one wake-up, not one a file.
-			select {
-			case b.ready <- struct{}{}:
-			default:
-			}
-		}
+		b.runNext(&scratch)
 	}
 	b.running--
+}
+
+// runNext reads (or examines) the next file not yet started. It is called
+// with b.mu held, which it releases while it works.
+func (b *batchReader) runNext(scratch *[]byte) {
+	j := b.jobs[b.next]
+	b.next++
+	b.mu.Unlock()
+	if j.stat {
+		j.status, j.size = statBatchFile(j.dir.fd, j.name, &j.meta)
+		if j.status == 0 {
+			j.data = j.meta[:]
+		}
+	} else {
+		j.status, j.size, j.data = readBatchFile(j.dir.fd, j.name, j.max)
+		j.applyFilter(scratch)
+	}
+	j.held = int64(cap(j.data))
+	if j.data == nil {
+		j.held = j.bytesRead() // a filter's answer: read all the same
+	}
+	b.mu.Lock()
+	b.release(j.dir)
+	j.done = true
+	b.ahead += j.held
+	if j == b.jobs[0] {
+		// The file a waiting take needs next (it takes the files after
+		// it that are read too): one wake-up, not one a file.
+		select {
+		case b.ready <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // batchFilter is what a file must hold to be returned whole.
@@ -385,8 +398,19 @@ func (j *batchJob) applyFilter(scratch *[]byte) {
 // -needed when the next record alone does not fit. With wait, it waits
 // for the next file until the call is over (done).
 func (b *batchReader) take(out []byte, wait bool, done <-chan struct{}) (n int, taken int64) {
+	var scratch []byte
 	for {
 		b.mu.Lock()
+		// The taker works rather than wait: handing a file to a worker
+		// and back costs two thread wake-ups, tens of microseconds
+		// here, more than a stat or a small read. It examines every
+		// file not started (a stat is cheap and holds no memory; small
+		// batches of them have no workers), and, when it would wait,
+		// reads until the file it needs is done (a worker may be on it).
+		for !b.stopped && b.next < len(b.jobs) && b.ahead < batchMaxAhead &&
+			(b.jobs[b.next].stat || wait && !b.jobs[0].done) {
+			b.runNext(&scratch)
+		}
 		i := 0
 		for ; i < len(b.jobs) && b.jobs[i].done; i++ {
 			j := b.jobs[i]

@@ -458,3 +458,56 @@ func TestBatchReadBounds(t *testing.T) {
 		}
 	})
 }
+
+// TestBatchStatTakenInline: files named to be examined are examined by
+// the guest's take itself, waiting or not: a small batch comes back whole
+// from the first take, and a large one (where workers help) arrives
+// complete, every file in the order named.
+func TestBatchStatTakenInline(t *testing.T) {
+	ws := t.TempDir()
+	var names []string
+	for i := range batchInlineStats + 44 {
+		n := fmt.Sprintf("f%03d", i)
+		names = append(names, n)
+		if err := os.WriteFile(filepath.Join(ws, n), make([]byte, i), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec := mountSpec("batchread", ws, true)
+	tool := load(t, spec)
+	check := func(t *testing.T, out batchOutput, n int) {
+		t.Helper()
+		if out.Submit != int32(n) || len(out.Read) != n {
+			t.Fatalf("submit %d, %d records; want %d (takes %v)", out.Submit, len(out.Read), n, out.Takes)
+		}
+		for i, r := range out.Read {
+			if r.Status != 0 || r.Size != int64(i) {
+				t.Fatalf("record %d: status %d, size %d", i, r.Status, r.Size)
+			}
+		}
+	}
+	for _, wait := range []bool{true, false} {
+		t.Run(fmt.Sprintf("wait=%v", wait), func(t *testing.T) {
+			out, err := batchCall(t, tool, &spec, map[string]any{
+				"dir": "/workspace", "names": names[:20], "max": 1, "take": -1, "flags": fsStat, "no_wait": !wait,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, out, 20)
+			if out.Takes[0] != 20*(recordHeader+16) {
+				t.Fatalf("first take %d bytes; want all 20 records", out.Takes[0])
+			}
+			if !wait {
+				return // a take that does not wait may find a worker's file not done yet
+			}
+			out, err = batchCall(t, tool, &spec, map[string]any{
+				"dir": "/workspace", "names": names, "max": 1, "take": -1, "flags": fsStat, "no_wait": !wait,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, out, len(names))
+		})
+	}
+}

@@ -477,3 +477,29 @@ func TestFilesystemSearchCaseInsensitive(t *testing.T) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 }
+
+// TestListLargeDirectory: a directory whose entries fill the guest's
+// readdir buffer many times over (it starts small and grows) is listed
+// whole, sorted, each entry once.
+func TestListLargeDirectory(t *testing.T) {
+	ws := t.TempDir()
+	const n = 2500
+	pad := strings.Repeat("n", 60)
+	files := map[string]string{}
+	for i := range n {
+		files[fmt.Sprintf("big/%s%04d", pad, i)] = ""
+	}
+	writeFiles(t, ws, files)
+	spec := fsSpec("filesystem.list", ws, map[string]string{"max_entries": "5000"})
+	spec.Limits.Preview = 1 << 20 // the whole listing, not a preview
+	h := newHost(t, spec)
+	lines := strings.Split(mustText(t, h, "filesystem.list", `{"path":"big"}`), "\n")
+	if len(lines) != n {
+		t.Fatalf("%d lines; want %d", len(lines), n)
+	}
+	for i, l := range lines {
+		if want := fmt.Sprintf("  big/%s%04d", pad, i); !strings.HasSuffix(l, want) {
+			t.Fatalf("line %d: %q; want it to end %q", i, l, want)
+		}
+	}
+}

@@ -188,6 +188,13 @@ func (e Entry) IsRegular() bool { return e.kind == typeRegular }
 // IsSymlink reports whether the entry is a symbolic link.
 func (e Entry) IsSymlink() bool { return e.kind == typeSymlink }
 
+// ReadDir's buffer: its first size, and the size up to which it doubles
+// while a directory fills it.
+const (
+	readDirMin = 4 << 10
+	readDirMax = 64 << 10
+)
+
 // ReadDir lists the directory abs (a path Resolve returned) in one pass
 // over WASI fd_readdir, with entry types and no stat calls, in the host's
 // order (unsorted); buf is scratch space, returned for reuse.
@@ -201,8 +208,10 @@ func (s Set) ReadDir(abs string, buf []byte) ([]Entry, []byte, error) {
 		return nil, buf, syscall.Errno(e)
 	}
 	defer fdClose(fd)
-	if len(buf) < 64<<10 {
-		buf = make([]byte, 64<<10)
+	if len(buf) < readDirMin {
+		// Small: a fresh instance pays for a large buffer (heap growth,
+		// zeroing) in every listing; a large directory grows it below.
+		buf = make([]byte, readDirMin)
 	}
 	var out []Entry
 	var cookie uint64
@@ -231,8 +240,9 @@ func (s Set) ReadDir(abs string, buf []byte) ([]Entry, []byte, error) {
 		if int(used) < len(buf) {
 			return out, buf, nil
 		}
-		if !complete && len(b) == int(used) {
-			// Not even one entry fits: grow the buffer.
+		if len(buf) < readDirMax || !complete && len(b) == int(used) {
+			// Full: a large directory, read in fewer calls with a larger
+			// buffer; or not even one entry fit.
 			buf = make([]byte, 2*len(buf))
 		}
 	}
@@ -363,6 +373,16 @@ func (b *Batch) submit(dir string, names []string, max int64, filter []byte, fla
 	return nil
 }
 
+// statsOnly reports whether every file pending was named by SubmitStat.
+func (b *Batch) statsOnly() bool {
+	for _, r := range b.runs {
+		if !r.stat {
+			return false
+		}
+	}
+	return true
+}
+
 // Read is one file a Batch read: Err is nil and Data its bytes (valid
 // until the next call of Next), or Err says why not; with syscall.EFBIG,
 // Size is the file's size. For a file SubmitStat named, Info is what
@@ -410,10 +430,23 @@ func (b *Batch) Next(wait bool) (Read, bool) {
 	return Read{Size: size, Data: data}, true
 }
 
+// Sizes of the buffer take fills: files read need room (the host reads
+// ahead while the guest works); a stat's record is 32 bytes, and a large
+// buffer costs a fresh instance more to allocate (heap growth, zeroing)
+// than the host takes to examine a small directory.
+const (
+	takeBufRead = 256 << 10
+	statRecord  = 32
+)
+
 // take fills buf with the next records.
 func (b *Batch) take(wait bool) bool {
-	if cap(b.buf) < 256<<10 {
-		b.buf = make([]byte, 256<<10)
+	want := takeBufRead
+	if b.statsOnly() {
+		want = min(max(b.pending*statRecord, 1<<10), takeBufRead)
+	}
+	if cap(b.buf) < want {
+		b.buf = make([]byte, want)
 	}
 	b.buf = b.buf[:cap(b.buf)]
 	w := uint32(0)
