@@ -186,6 +186,7 @@ func (t *wasmTool) ready(ctx context.Context) error {
 // instances it never uses, competing with its one call.
 func (t *wasmTool) refill() {
 	defer t.wg.Done()
+	background() // after the calls and their clients (background_linux.go)
 	backoff := 10 * time.Millisecond
 	for {
 		select {

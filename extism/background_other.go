@@ -1,0 +1,7 @@
+//go:build !linux
+
+package extism
+
+// background does nothing where a thread's priority cannot be set on its
+// own (background_linux.go).
+func background() {}
