@@ -25,6 +25,8 @@ import (
 // guest names the regular files of a directory in one call; two host
 // goroutines open and read them while the guest goes on walking; the guest
 // then takes the contents, in the order it named them, many files per call.
+// A take that would wait reads (or examines) files itself, and small
+// batches of stats are left to it entirely (take, batchInlineStats).
 //
 // The boundary is the one WASI has: the directory is opened through the
 // mount's os.Root, so it lies inside the mount, and each name is one path
@@ -396,7 +398,8 @@ func (j *batchJob) applyFilter(scratch *[]byte) {
 // as many whole records as fit. It returns the bytes written; 0 when
 // nothing is queued (or, with wait false, nothing is read yet); or
 // -needed when the next record alone does not fit. With wait, it waits
-// for the next file until the call is over (done).
+// for the next file until the call is over (done), reading what is not
+// started meanwhile; stats not started it makes in any case.
 func (b *batchReader) take(out []byte, wait bool, done <-chan struct{}) (n int, taken int64) {
 	var scratch []byte
 	for {
