@@ -151,6 +151,31 @@ func BenchmarkPipelineSustained(b *testing.B) {
 	}
 }
 
+// BenchmarkPipelineParallel is BenchmarkPipelineSustained with twice as
+// many callers as CPUs: the refill, at low priority (background_linux.go),
+// gets little time, and calls that find the pool empty build their own
+// instances.
+func BenchmarkPipelineParallel(b *testing.B) {
+	h, _ := benchHost(b, guestSpec("fixtures", "echo"))
+	ctx := context.Background()
+	call := plugin.Call{Name: "echo", Arguments: echoArgs}
+	if _, err := h.Invoke(ctx, call); err != nil {
+		b.Fatal(err)
+	}
+	b.SetParallelism(2)
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := h.Invoke(ctx, call); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
+}
+
 // rawCompiled compiles a module with go-sdk the way its README does.
 func rawCompiled(b *testing.B, module string) *extism.CompiledPlugin {
 	b.Helper()
