@@ -36,7 +36,15 @@ const MaxStdioMessage = sdk.DefaultMaxLineLength
 //     write, without compacting the result again.
 //   - A line that is not JSON, or not a JSON-RPC message, or longer than
 //     MaxStdioMessage, is answered with a JSON-RPC error (-32700 or -32600)
-//     and the session goes on; the SDK's transport ends the session.
+//     and the session goes on; the SDK's transport ends the session. The
+//     error carries the message's id when it can be read (a request with a
+//     wrong "jsonrpc" member, say), so that the client's call fails at once
+//     instead of waiting for an answer that never comes; null otherwise.
+//   - Batches are served as JSON-RPC says, under the protocol versions
+//     that have them: once a session has agreed on 2025-06-18 or later,
+//     which dropped batching from MCP, a batch is refused whole (-32600),
+//     as the SDK's HTTP transport does. An initialize request is never
+//     served inside a batch (2025-03-26 forbids it).
 type stdioTransport struct {
 	in  io.ReadCloser
 	out io.WriteCloser
@@ -95,6 +103,13 @@ type stdioConn struct {
 	batchMu sync.Mutex
 	batches map[jsonrpc.ID]*stdioBatch // batched requests not yet answered
 
+	// The protocol version agreed by initialize: the id of the last
+	// initialize request read, and the version its successful answer
+	// named. Under versionMu.
+	versionMu sync.Mutex
+	initID    jsonrpc.ID
+	version   string
+
 	closeOnce sync.Once
 	closed    chan struct{}
 	closeErr  error
@@ -125,20 +140,25 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		line, err := c.next()
 		if err != nil {
 			if tooLong := (*lineTooLongError)(nil); errors.As(err, &tooLong) {
-				c.refuse(jsonrpc.CodeInvalidRequest, err.Error())
+				c.refuse(&rpcError{code: jsonrpc.CodeInvalidRequest, err: err})
 				continue
 			}
 			return nil, err
 		}
 		msgs, err := c.decode(line)
 		if err != nil {
-			c.refuse(codeOf(err), err.Error())
+			c.refuse(err)
 			continue
 		}
 		if len(msgs) == 0 {
 			continue // a blank line, or a batch with nothing to serve
 		}
 		c.queue = msgs[1:]
+		if r, ok := msgs[0].(*jsonrpc.Request); ok && r.Method == "initialize" && r.IsCall() {
+			c.versionMu.Lock()
+			c.initID = r.ID
+			c.versionMu.Unlock()
+		}
 		return msgs[0], nil
 	}
 }
@@ -225,10 +245,12 @@ func (c *stdioConn) readLine() ([]byte, error) {
 	return long, nil
 }
 
-// rpcError is a line that is not a message, with its JSON-RPC error code.
+// rpcError is a line that is not a message, with its JSON-RPC error code
+// and, when it could be read, its id.
 type rpcError struct {
 	code int64
 	err  error
+	id   jsonrpc.ID
 }
 
 func (e *rpcError) Error() string { return e.err.Error() }
@@ -254,16 +276,19 @@ func (c *stdioConn) decode(line []byte) ([]jsonrpc.Message, error) {
 		if !json.Valid(line) {
 			// The decoder stops after the first value: a line holding
 			// two would lose the second without a word.
-			return nil, &rpcError{jsonrpc.CodeParseError, errors.New("parse error: a line must hold exactly one JSON value")}
+			return nil, &rpcError{code: jsonrpc.CodeParseError, err: errors.New("parse error: a line must hold exactly one JSON value")}
 		}
 		return []jsonrpc.Message{m}, nil
 	}
 	var raws []json.RawMessage
 	if err := json.Unmarshal(line, &raws); err != nil {
-		return nil, &rpcError{jsonrpc.CodeParseError, fmt.Errorf("parse error: %v", err)}
+		return nil, &rpcError{code: jsonrpc.CodeParseError, err: fmt.Errorf("parse error: %v", err)}
 	}
 	if len(raws) == 0 {
-		return nil, &rpcError{jsonrpc.CodeInvalidRequest, errors.New("empty batch")}
+		return nil, &rpcError{code: jsonrpc.CodeInvalidRequest, err: errors.New("empty batch")}
+	}
+	if v := c.protocolVersion(); v >= batchlessVersion {
+		return nil, &rpcError{code: jsonrpc.CodeInvalidRequest, err: fmt.Errorf("JSON-RPC batches are not part of MCP %s (the session's protocol version); send one message per line", v)}
 	}
 	msgs := make([]jsonrpc.Message, 0, len(raws))
 	b := &stdioBatch{index: map[jsonrpc.ID]int{}}
@@ -280,7 +305,12 @@ func (c *stdioConn) decode(line []byte) ([]jsonrpc.Message, error) {
 		if r, ok := m.(*jsonrpc.Request); ok && r.IsCall() {
 			_, dup := b.index[r.ID]
 			if _, taken := c.batches[r.ID]; dup || taken {
-				b.responses = append(b.responses, errorResponse(&rpcError{jsonrpc.CodeInvalidRequest, fmt.Errorf("request id %v is already in use", r.ID.Raw())}))
+				// Not this request's id: it belongs to another.
+				b.responses = append(b.responses, errorResponse(&rpcError{code: jsonrpc.CodeInvalidRequest, err: fmt.Errorf("request id %v is already in use", r.ID.Raw())}))
+				continue
+			}
+			if r.Method == "initialize" {
+				b.responses = append(b.responses, errorResponse(&rpcError{code: jsonrpc.CodeInvalidRequest, err: errors.New("initialize must not be part of a JSON-RPC batch"), id: r.ID}))
 				continue
 			}
 			b.index[r.ID] = len(b.responses)
@@ -302,37 +332,92 @@ func (c *stdioConn) decode(line []byte) ([]jsonrpc.Message, error) {
 	return msgs, nil
 }
 
-// errorResponse is the answer, with a null id, to a batch element that
-// could not be served.
+// errorResponse is the answer to a message that could not be served: with
+// its id if it could be read, else with a null one, as JSON-RPC says.
 func errorResponse(err error) *jsonrpc.Response {
-	return &jsonrpc.Response{Error: &jsonrpc.Error{Code: codeOf(err), Message: err.Error()}}
+	r := &jsonrpc.Response{Error: &jsonrpc.Error{Code: codeOf(err), Message: err.Error()}}
+	if re, ok := err.(*rpcError); ok {
+		r.ID = re.id
+	}
+	return r
 }
 
-// decodeError classifies a message that did not decode.
+// decodeError classifies a message that did not decode, and reads its id
+// if it has one.
 func decodeError(raw []byte, err error) error {
 	if !json.Valid(raw) {
-		return &rpcError{jsonrpc.CodeParseError, fmt.Errorf("parse error: %v", err)}
+		return &rpcError{code: jsonrpc.CodeParseError, err: fmt.Errorf("parse error: %v", err)}
 	}
-	return &rpcError{jsonrpc.CodeInvalidRequest, fmt.Errorf("invalid request: %v", err)}
+	return &rpcError{code: jsonrpc.CodeInvalidRequest, err: fmt.Errorf("invalid request: %v", err), id: readableID(raw)}
 }
 
-// refuse answers a line that was not a message. Its id is unknown, so the
-// answer's is null, as JSON-RPC says.
-func (c *stdioConn) refuse(code int64, msg string) {
-	if c.log != nil {
-		c.log.Warn("stdio: refused a message", "code", code, "error", msg)
+// readableID returns the id of a JSON object that is not a valid message,
+// if it has a usable one: a string, or an integer a float64 holds exactly
+// (what the SDK's IDs carry). Anything else is no id.
+func readableID(raw []byte) jsonrpc.ID {
+	var v struct {
+		ID json.RawMessage `json:"id"`
 	}
-	data, err := json.Marshal(struct {
-		Version string         `json:"jsonrpc"`
-		ID      *struct{}      `json:"id"`
-		Error   *jsonrpc.Error `json:"error"`
-	}{"2.0", nil, &jsonrpc.Error{Code: code, Message: msg}})
-	if err != nil {
-		return
+	if json.Unmarshal(raw, &v) != nil || len(v.ID) == 0 {
+		return jsonrpc.ID{}
+	}
+	var s string
+	if json.Unmarshal(v.ID, &s) == nil {
+		id, _ := jsonrpc.MakeID(s)
+		return id
+	}
+	n, err := strconv.ParseInt(string(v.ID), 10, 64)
+	if err != nil || n > 1<<53 || n < -(1<<53) {
+		return jsonrpc.ID{}
+	}
+	id, _ := jsonrpc.MakeID(float64(n))
+	return id
+}
+
+// refuse answers a line that was not a message.
+func (c *stdioConn) refuse(err error) {
+	r := errorResponse(err)
+	if c.log != nil {
+		c.log.Warn("stdio: refused a message", "code", codeOf(err), "error", err.Error(), "id", r.ID.Raw())
 	}
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
-	c.out.Write(append(data, '\n'))
+	b, encErr := appendMessage(c.buf[:0], r)
+	if encErr != nil {
+		return
+	}
+	c.out.Write(append(b, '\n'))
+}
+
+// batchlessVersion is the first MCP protocol version without JSON-RPC
+// batches.
+const batchlessVersion = "2025-06-18"
+
+// protocolVersion is the version the session's initialize agreed on, ""
+// before.
+func (c *stdioConn) protocolVersion() string {
+	c.versionMu.Lock()
+	defer c.versionMu.Unlock()
+	return c.version
+}
+
+// noteVersion reads the protocol version out of the answer to initialize.
+func (c *stdioConn) noteVersion(r *jsonrpc.Response) {
+	c.versionMu.Lock()
+	defer c.versionMu.Unlock()
+	if !c.initID.IsValid() || r.ID != c.initID {
+		return
+	}
+	c.initID = jsonrpc.ID{}
+	if r.Error != nil {
+		return
+	}
+	var res struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	if json.Unmarshal(r.Result, &res) == nil {
+		c.version = res.ProtocolVersion
+	}
 }
 
 // Write writes one message on one line. A response to a request of a batch
@@ -342,6 +427,7 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return err
 	}
 	if r, ok := msg.(*jsonrpc.Response); ok {
+		c.noteVersion(r)
 		if batch, held := c.batched(r); held {
 			if batch == nil {
 				return nil
@@ -419,6 +505,23 @@ func appendMessage(b []byte, msg jsonrpc.Message) ([]byte, error) {
 		b = append(b, `,"result":`...)
 		b = append(b, r.Result...)
 		return append(b, '}'), nil
+	}
+	if r, ok := msg.(*jsonrpc.Response); ok && !r.ID.IsValid() && r.Error != nil {
+		// The SDK leaves out an id it does not have; an error response
+		// must name it null.
+		we, ok := r.Error.(*jsonrpc.Error)
+		if !ok {
+			we = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: r.Error.Error()}
+		}
+		data, err := json.Marshal(struct {
+			Version string         `json:"jsonrpc"`
+			ID      *struct{}      `json:"id"`
+			Error   *jsonrpc.Error `json:"error"`
+		}{"2.0", nil, we})
+		if err != nil {
+			return b, fmt.Errorf("encoding message: %v", err)
+		}
+		return append(b, data...), nil
 	}
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {

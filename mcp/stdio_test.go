@@ -116,11 +116,30 @@ func TestStdioWire(t *testing.T) {
 			if _, ok := m["id"]; !ok {
 				t.Fatalf("error response without an id member: %v", m)
 			}
-			// JSON, not JSON-RPC.
+			// JSON, not JSON-RPC, with no id that could be answered.
 			send(t, w, `{"jsonrpc":"2.0","id":{"x":1},"method":"tools/list"}`+"\n")
 			m = rpcLine(t, r).(map[string]any)
-			if e, _ := m["error"].(map[string]any); e == nil || e["code"] != -32600.0 {
-				t.Fatalf("object id: want -32600, got %v", m)
+			if e, _ := m["error"].(map[string]any); e == nil || e["code"] != -32600.0 || m["id"] != nil {
+				t.Fatalf("object id: want -32600 with a null id, got %v", m)
+			}
+			if _, ok := m["id"]; !ok {
+				t.Fatalf("error response without an id member: %v", m)
+			}
+			// Not a valid request, but its id can be read: the error
+			// answers it, so the caller is not left waiting.
+			for _, c := range []struct {
+				line string
+				id   any
+			}{
+				{`{"jsonrpc":"1.0","id":5,"method":"ping"}`, 5.0},
+				{`{"jsonrpc":"2.0","id":"s-1","method":17}`, "s-1"},
+				{`{"id":-3,"method":"ping"}`, -3.0},
+			} {
+				send(t, w, c.line+"\n")
+				m = rpcLine(t, r).(map[string]any)
+				if e, _ := m["error"].(map[string]any); e == nil || e["code"] != -32600.0 || m["id"] != c.id {
+					t.Fatalf("%s: want -32600 with id %v, got %v", c.line, c.id, m)
+				}
 			}
 
 			// A string id that needs escaping, CRLF, a blank line before.
@@ -157,19 +176,23 @@ func TestStdioWire(t *testing.T) {
 			}
 			// A batch's elements that cannot be served are answered in its
 			// array; the others are served.
-			send(t, w, `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"1.0","id":2},5]`+"\n")
+			send(t, w, `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"1.0","id":2},5,`+
+				`{"jsonrpc":"2.0","id":"again","method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}]`+"\n")
 			arr, ok = rpcLine(t, r).([]any)
-			if !ok || len(arr) != 4 {
-				t.Fatalf("batch with bad elements: want an array of 4, got %v", arr)
+			if !ok || len(arr) != 5 {
+				t.Fatalf("batch with bad elements: want an array of 5, got %v", arr)
 			}
 			if m := arr[0].(map[string]any); m["id"] != 1.0 || m["error"] != nil {
 				t.Fatalf("batch: the valid ping: %v", m)
 			}
-			for i, want := range []string{"already in use", "", ""} {
+			for i, want := range []struct {
+				id  any
+				msg string
+			}{{nil, "already in use"}, {2.0, "invalid request"}, {nil, "invalid request"}, {"again", "initialize must not be part of a JSON-RPC batch"}} {
 				m := arr[i+1].(map[string]any)
 				e, _ := m["error"].(map[string]any)
-				if e == nil || m["id"] != nil || !strings.Contains(e["message"].(string), want) {
-					t.Fatalf("batch element %d: want an error with a null id, got %v", i+1, m)
+				if _, hasID := m["id"]; e == nil || !hasID || m["id"] != want.id || !strings.Contains(e["message"].(string), want.msg) {
+					t.Fatalf("batch element %d: want an error %q with id %v, got %v", i+1, want.msg, want.id, m)
 				}
 			}
 			// Only bad elements: answered at once.
@@ -187,6 +210,38 @@ func TestStdioWire(t *testing.T) {
 			send(t, w, `{"jsonrpc":"2.0","id":9,"method":"ping"}`+"\n")
 			if m := rpcLine(t, r).(map[string]any); m["id"] != 9.0 || m["error"] != nil {
 				t.Fatalf("ping: %v", m)
+			}
+			w.Close()
+			if err := stop(); err != nil {
+				t.Fatalf("ServeStdio: %v", err)
+			}
+		})
+	}
+}
+
+// TestStdioBatchesByVersion: MCP 2025-06-18 dropped JSON-RPC batches. A
+// session that agreed on it, or on a later version, has a batch refused
+// whole, and goes on.
+func TestStdioBatchesByVersion(t *testing.T) {
+	for _, version := range []string{"2025-06-18", "2025-11-25"} {
+		t.Run(version, func(t *testing.T) {
+			w, r, stop := rawStdio(t, true)
+			send(t, w, strings.Replace(initLines, "2025-03-26", version, 1))
+			m := rpcLine(t, r).(map[string]any)
+			if res, _ := m["result"].(map[string]any); res == nil || res["protocolVersion"] != version {
+				t.Fatalf("initialize: want version %s agreed, got %v", version, m)
+			}
+			send(t, w, `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`+"\n")
+			m, ok := rpcLine(t, r).(map[string]any)
+			if !ok {
+				t.Fatalf("batch under %s: want one error, got an array", version)
+			}
+			if e, _ := m["error"].(map[string]any); e == nil || e["code"] != -32600.0 || !strings.Contains(e["message"].(string), "batches are not part of MCP "+version) {
+				t.Fatalf("batch under %s: want -32600 naming the version, got %v", version, m)
+			}
+			send(t, w, `{"jsonrpc":"2.0","id":9,"method":"ping"}`+"\n")
+			if m := rpcLine(t, r).(map[string]any); m["id"] != 9.0 || m["error"] != nil {
+				t.Fatalf("ping after the refused batch: %v", m)
 			}
 			w.Close()
 			if err := stop(); err != nil {
