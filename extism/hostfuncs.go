@@ -77,6 +77,7 @@ func hostFunctions() []extism.HostFunction {
 		extism.NewHostFunctionWithStack(hostInvoke, jsonHostFunc(doInvoke), i64, i64),
 		extism.NewHostFunctionWithStack(hostFSSubmit, fsSubmit, []extism.ValueType{i32, i32, i32, i32, extism.ValueTypeI64, i32, i32, i32}, []extism.ValueType{i32}),
 		extism.NewHostFunctionWithStack(hostFSTake, fsTake, []extism.ValueType{i32, i32, i32}, []extism.ValueType{i32}),
+		extism.NewHostFunctionWithStack(hostConfigGet, configGet, []extism.ValueType{i32, i32, i32, i32}, []extism.ValueType{i32}),
 	}
 }
 

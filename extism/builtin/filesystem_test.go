@@ -115,6 +115,29 @@ func TestFilesystemRead(t *testing.T) {
 	runChecks(t, h, probe, cases)
 }
 
+// TestFilesystemConfig: the operator's config reaches the plugin whole
+// (toolhost_config_get, asked again with room for a value longer than its
+// first buffer), and a value it cannot use is named in the error.
+func TestFilesystemConfig(t *testing.T) {
+	ws, _ := fixture(t)
+	for _, c := range []struct {
+		name, size string
+		code       plugin.Code
+		want       string
+	}{
+		{"a long value it cannot use", strings.Repeat("nine ", 60) + "KiB", plugin.CodeToolExecutionFailed, "max_file_size = \"" + strings.Repeat("nine ", 60) + "KiB\" is not a size"},
+		{"a size padded past the first buffer", strings.Repeat(" ", 200) + "8", plugin.CodeFileTooLarge, "12 bytes"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHost(t, fsSpec("filesystem.read", ws, map[string]string{"max_file_size": c.size}))
+			_, err := invoke(t, h, "filesystem.read", `{"path":"hello.txt"}`)
+			if plugin.CodeOf(err) != c.code || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want %s containing %q", err, c.code, c.want)
+			}
+		})
+	}
+}
+
 func TestFilesystemList(t *testing.T) {
 	ws, _ := fixture(t)
 	for i := range 30 {

@@ -20,7 +20,7 @@ var compileCache = testCache
 func extismCall(t *testing.T, wasm []byte, metered bool, export string, input []byte) (uint32, string, error) {
 	t.Helper()
 	ctx := context.Background()
-	funcs := noBatchReads()
+	funcs := noToolhostFuncs()
 	if metered {
 		funcs = append(funcs, fuel.HostFunctions()...)
 	}
@@ -43,10 +43,11 @@ func extismCall(t *testing.T, wasm []byte, metered bool, export string, input []
 	return rc, string(out), err
 }
 
-// noBatchReads are the batch-read host functions the built-in file guest
-// imports (extism/batchread.go), answering as a host that does not read
-// in batches does: ENOSYS.
-func noBatchReads() []extism.HostFunction {
+// noToolhostFuncs are the toolhost host functions the built-in guests
+// import (extism/batchread.go, extism/hostconfig.go), answering as a host
+// without them does: ENOSYS. The guests then read through WASI, and their
+// config through Extism's config_get.
+func noToolhostFuncs() []extism.HostFunction {
 	enosys := int32(52)
 	i32 := extism.ValueTypeI32
 	answer := func(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
@@ -55,6 +56,7 @@ func noBatchReads() []extism.HostFunction {
 	return []extism.HostFunction{
 		extism.NewHostFunctionWithStack("toolhost_fs_submit", answer, []extism.ValueType{i32, i32, i32, i32, extism.ValueTypeI64, i32, i32, i32}, []extism.ValueType{i32}),
 		extism.NewHostFunctionWithStack("toolhost_fs_take", answer, []extism.ValueType{i32, i32, i32}, []extism.ValueType{i32}),
+		extism.NewHostFunctionWithStack("toolhost_config_get", answer, []extism.ValueType{i32, i32, i32, i32}, []extism.ValueType{i32}),
 	}
 }
 

@@ -10,8 +10,7 @@ package main
 import (
 	"strconv"
 
-	pdk "github.com/extism/go-pdk"
-
+	"github.com/toolhost/toolhost/extism/builtin/internal/hostcfg"
 	"github.com/toolhost/toolhost/extism/builtin/internal/mounts"
 	"github.com/toolhost/toolhost/extism/builtin/internal/scan"
 	"github.com/toolhost/toolhost/shared/guest"
@@ -47,7 +46,7 @@ func decode(c *guest.Call, v any) *guest.Result {
 
 // configSize reads a size from the plugin's Extism config.
 func configSize(key string, def int64) (int64, *guest.Result) {
-	v, ok := pdk.GetConfig(key)
+	v, ok := hostcfg.Get(key)
 	if !ok || v == "" {
 		return def, nil
 	}
@@ -59,7 +58,7 @@ func configSize(key string, def int64) (int64, *guest.Result) {
 }
 
 func configInt(key string, def int) (int, *guest.Result) {
-	v, ok := pdk.GetConfig(key)
+	v, ok := hostcfg.Get(key)
 	if !ok || v == "" {
 		return def, nil
 	}

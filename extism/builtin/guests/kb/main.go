@@ -16,8 +16,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	pdk "github.com/extism/go-pdk"
-
+	"github.com/toolhost/toolhost/extism/builtin/internal/hostcfg"
 	"github.com/toolhost/toolhost/extism/builtin/internal/match"
 	"github.com/toolhost/toolhost/extism/builtin/internal/mounts"
 	"github.com/toolhost/toolhost/shared/guest"
@@ -103,7 +102,7 @@ func learn(c *guest.Call) (*guest.Result, error) {
 // baseDir is the knowledge base: config dir, or the first mount.
 func baseDir() (string, *guest.Result) {
 	ms := mounts.Discover()
-	if d, ok := pdk.GetConfig("dir"); ok && d != "" {
+	if d, ok := hostcfg.Get("dir"); ok && d != "" {
 		p, err := ms.Resolve(d)
 		if err != nil {
 			return "", guest.ErrorCode(err.Code, "the operator's config dir = %q: %s", d, err.Msg)
@@ -119,7 +118,7 @@ func baseDir() (string, *guest.Result) {
 // disabledGlobs reads config disabled: subject names or globs, separated by
 // commas.
 func disabledGlobs() ([]*match.Glob, *guest.Result) {
-	v, _ := pdk.GetConfig("disabled")
+	v, _ := hostcfg.Get("disabled")
 	var out []*match.Glob
 	for _, s := range strings.Split(v, ",") {
 		if s = strings.TrimSpace(s); s == "" {
@@ -228,7 +227,7 @@ func load(all []subject, patterns []string) *guest.Result {
 		globs = append(globs, g)
 	}
 	max := int64(defaultMaxSubject)
-	if v, ok := pdk.GetConfig("max_file_size"); ok && v != "" {
+	if v, ok := hostcfg.Get("max_file_size"); ok && v != "" {
 		n, err := mounts.ParseSize(v)
 		if err != nil {
 			return guest.Errorf("the operator's config max_file_size: %v", err)

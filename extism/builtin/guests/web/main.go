@@ -17,8 +17,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	pdk "github.com/extism/go-pdk"
-
+	"github.com/toolhost/toolhost/extism/builtin/internal/hostcfg"
 	"github.com/toolhost/toolhost/extism/builtin/internal/htmlmd"
 	"github.com/toolhost/toolhost/shared/guest"
 )
@@ -328,9 +327,9 @@ func webSearch(c *guest.Call) (*guest.Result, error) {
 	if in.Count < 0 || in.Count > 20 {
 		return invalid("count must be between 1 and 20"), nil
 	}
-	provider, _ := pdk.GetConfig("provider")
-	endpoint, _ := pdk.GetConfig("endpoint")
-	secret, _ := pdk.GetConfig("api_key_secret")
+	provider, _ := hostcfg.Get("provider")
+	endpoint, _ := hostcfg.Get("endpoint")
+	secret, _ := hostcfg.Get("api_key_secret")
 	var hits []hit
 	var r *guest.Result
 	switch provider {

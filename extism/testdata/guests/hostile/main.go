@@ -40,6 +40,7 @@ type sizeArgs struct {
 func init() {
 	guest.Register(
 		batchTool(),
+		configTool(),
 		guest.Func("echo", "Returns its arguments.", anyObject, func(in map[string]any) (map[string]any, error) {
 			return in, nil
 		}),
