@@ -16,7 +16,9 @@ import (
 // host without batch reads does (go-sdk with its own mounts, and
 // toolhost_fs_submit answering ENOSYS, as toolhost does off Linux): the
 // guest reads and examines file by file, and its answers are those the
-// batched tools give through the host.
+// batched tools give through the host. toolhost_config_get answers ENOSYS
+// too: the guest reads its config (max_entries, which stops the deep
+// listing) through Extism's config_get.
 func TestFilesystemWithoutBatchReads(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]string{
@@ -42,12 +44,15 @@ func TestFilesystemWithoutBatchReads(t *testing.T) {
 	answer := func(context.Context, *extism.CurrentPlugin, []uint64) {}
 	answer = func(_ context.Context, _ *extism.CurrentPlugin, stack []uint64) { stack[0] = uint64(uint32(-enosys)) }
 	ctx := context.Background()
+	cfg := map[string]string{"max_entries": "5"}
 	cp, err := extism.NewCompiledPlugin(ctx, extism.Manifest{
 		Wasm:         []extism.Wasm{extism.WasmData{Data: wasm}},
 		AllowedPaths: map[string]string{dir: "/workspace"},
+		Config:       cfg,
 	}, extism.PluginConfig{EnableWasi: true}, []extism.HostFunction{
 		extism.NewHostFunctionWithStack("toolhost_fs_submit", answer, []extism.ValueType{i32, i32, i32, i32, extism.ValueTypeI64, i32, i32, i32}, []extism.ValueType{i32}),
 		extism.NewHostFunctionWithStack("toolhost_fs_take", answer, []extism.ValueType{i32, i32, i32}, []extism.ValueType{i32}),
+		extism.NewHostFunctionWithStack("toolhost_config_get", answer, []extism.ValueType{i32, i32, i32, i32}, []extism.ValueType{i32}),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -81,8 +86,11 @@ func TestFilesystemWithoutBatchReads(t *testing.T) {
 		{"filesystem.list", `{"path":"many"}`},
 		{"filesystem.list", `{"depth":3}`},
 	} {
-		h := newHost(t, fsSpec(c.tool, dir, nil))
+		h := newHost(t, fsSpec(c.tool, dir, cfg))
 		batched := mustText(t, h, c.tool, c.args)
+		if c.args == `{"depth":3}` && !strings.Contains(batched, "[listing stopped at 5 entries") {
+			t.Errorf("the deep listing was not stopped by max_entries = 5:\n%s", batched)
+		}
 		if got := plain(c.tool, c.args); got != batched {
 			t.Errorf("%s %s without batch reads:\n%s\nwith them:\n%s", c.tool, c.args, got, batched)
 		}
