@@ -206,15 +206,7 @@ func TestStdioWire(t *testing.T) {
 				t.Fatalf("two messages on a line: want an error, got %v", m)
 			}
 
-			// Still serving.
-			send(t, w, `{"jsonrpc":"2.0","id":9,"method":"ping"}`+"\n")
-			if m := rpcLine(t, r).(map[string]any); m["id"] != 9.0 || m["error"] != nil {
-				t.Fatalf("ping: %v", m)
-			}
-			w.Close()
-			if err := stop(); err != nil {
-				t.Fatalf("ServeStdio: %v", err)
-			}
+			stillServing(t, w, r, stop)
 		})
 	}
 }
@@ -239,15 +231,22 @@ func TestStdioBatchesByVersion(t *testing.T) {
 			if e, _ := m["error"].(map[string]any); e == nil || e["code"] != -32600.0 || !strings.Contains(e["message"].(string), "batches are not part of MCP "+version) {
 				t.Fatalf("batch under %s: want -32600 naming the version, got %v", version, m)
 			}
-			send(t, w, `{"jsonrpc":"2.0","id":9,"method":"ping"}`+"\n")
-			if m := rpcLine(t, r).(map[string]any); m["id"] != 9.0 || m["error"] != nil {
-				t.Fatalf("ping after the refused batch: %v", m)
-			}
-			w.Close()
-			if err := stop(); err != nil {
-				t.Fatalf("ServeStdio: %v", err)
-			}
+			stillServing(t, w, r, stop)
 		})
+	}
+}
+
+// stillServing checks that the session answers a ping, then ends it by
+// closing its input: ServeStdio must return without an error.
+func stillServing(t *testing.T, w io.WriteCloser, r *bufio.Reader, stop func() error) {
+	t.Helper()
+	send(t, w, `{"jsonrpc":"2.0","id":9,"method":"ping"}`+"\n")
+	if m := rpcLine(t, r).(map[string]any); m["id"] != 9.0 || m["error"] != nil {
+		t.Fatalf("ping: %v", m)
+	}
+	w.Close()
+	if err := stop(); err != nil {
+		t.Fatalf("ServeStdio: %v", err)
 	}
 }
 
