@@ -39,7 +39,8 @@ const MaxStdioMessage = sdk.DefaultMaxLineLength
 //     and the session goes on; the SDK's transport ends the session. The
 //     error carries the message's id when it can be read (a request with a
 //     wrong "jsonrpc" member, say), so that the client's call fails at once
-//     instead of waiting for an answer that never comes; null otherwise.
+//     instead of waiting for an answer that never comes; null otherwise,
+//     and null when a request still being served has that id.
 //   - Batches are served as JSON-RPC says, under the protocol versions
 //     that have them: once a session has agreed on 2025-06-18 or later,
 //     which dropped batching from MCP, a batch is refused whole (-32600),
@@ -102,6 +103,13 @@ type stdioConn struct {
 
 	batchMu sync.Mutex
 	batches map[jsonrpc.ID]*stdioBatch // batched requests not yet answered
+
+	// The ids of the requests read and not answered yet, under
+	// inflightMu. An error for a message that reuses one of them is sent
+	// with a null id: with the id, the client would take it for the
+	// answer to the request still being served.
+	inflightMu sync.Mutex
+	inflight   map[jsonrpc.ID]struct{}
 
 	// The protocol version agreed by initialize: the id of the last
 	// initialize request read, and the version its successful answer
@@ -271,12 +279,17 @@ func (c *stdioConn) decode(line []byte) ([]jsonrpc.Message, error) {
 	if line[0] != '[' {
 		m, err := jsonrpc.DecodeMessage(line)
 		if err != nil {
-			return nil, decodeError(line, err)
+			return nil, c.decodeError(line, err)
 		}
 		if !json.Valid(line) {
 			// The decoder stops after the first value: a line holding
 			// two would lose the second without a word.
 			return nil, &rpcError{code: jsonrpc.CodeParseError, err: errors.New("parse error: a line must hold exactly one JSON value")}
+		}
+		if r, ok := m.(*jsonrpc.Request); ok && r.IsCall() {
+			c.inflightMu.Lock()
+			c.startLocked(r.ID)
+			c.inflightMu.Unlock()
 		}
 		return []jsonrpc.Message{m}, nil
 	}
@@ -294,17 +307,18 @@ func (c *stdioConn) decode(line []byte) ([]jsonrpc.Message, error) {
 	b := &stdioBatch{index: map[jsonrpc.ID]int{}}
 	c.batchMu.Lock()
 	defer c.batchMu.Unlock()
+	c.inflightMu.Lock()
+	defer c.inflightMu.Unlock()
 	for _, raw := range raws {
 		m, err := jsonrpc.DecodeMessage(raw)
 		if err != nil {
 			// An element that is not a message is answered in the
 			// batch's array, as JSON-RPC says; the others are served.
-			b.responses = append(b.responses, errorResponse(decodeError(raw, err)))
+			b.responses = append(b.responses, errorResponse(c.decodeErrorLocked(raw, err)))
 			continue
 		}
 		if r, ok := m.(*jsonrpc.Request); ok && r.IsCall() {
-			_, dup := b.index[r.ID]
-			if _, taken := c.batches[r.ID]; dup || taken {
+			if _, taken := c.inflight[r.ID]; taken {
 				// Not this request's id: it belongs to another.
 				b.responses = append(b.responses, errorResponse(&rpcError{code: jsonrpc.CodeInvalidRequest, err: fmt.Errorf("request id %v is already in use", r.ID.Raw())}))
 				continue
@@ -313,6 +327,7 @@ func (c *stdioConn) decode(line []byte) ([]jsonrpc.Message, error) {
 				b.responses = append(b.responses, errorResponse(&rpcError{code: jsonrpc.CodeInvalidRequest, err: errors.New("initialize must not be part of a JSON-RPC batch"), id: r.ID}))
 				continue
 			}
+			c.startLocked(r.ID)
 			b.index[r.ID] = len(b.responses)
 			b.responses = append(b.responses, nil)
 		}
@@ -343,12 +358,37 @@ func errorResponse(err error) *jsonrpc.Response {
 }
 
 // decodeError classifies a message that did not decode, and reads its id
-// if it has one.
-func decodeError(raw []byte, err error) error {
+// if it has one that no request in flight uses.
+func (c *stdioConn) decodeError(raw []byte, err error) error {
+	c.inflightMu.Lock()
+	defer c.inflightMu.Unlock()
+	return c.decodeErrorLocked(raw, err)
+}
+
+func (c *stdioConn) decodeErrorLocked(raw []byte, err error) error {
 	if !json.Valid(raw) {
 		return &rpcError{code: jsonrpc.CodeParseError, err: fmt.Errorf("parse error: %v", err)}
 	}
-	return &rpcError{code: jsonrpc.CodeInvalidRequest, err: fmt.Errorf("invalid request: %v", err), id: readableID(raw)}
+	re := &rpcError{code: jsonrpc.CodeInvalidRequest, err: fmt.Errorf("invalid request: %v", err), id: readableID(raw)}
+	if _, taken := c.inflight[re.id]; taken && re.id.IsValid() {
+		re.err = fmt.Errorf("invalid request (its id %v belongs to a request still being served): %v", re.id.Raw(), err)
+		re.id = jsonrpc.ID{}
+	}
+	return re
+}
+
+// startLocked records a request read; answered removes it.
+func (c *stdioConn) startLocked(id jsonrpc.ID) {
+	if c.inflight == nil {
+		c.inflight = map[jsonrpc.ID]struct{}{}
+	}
+	c.inflight[id] = struct{}{}
+}
+
+func (c *stdioConn) answered(id jsonrpc.ID) {
+	c.inflightMu.Lock()
+	delete(c.inflight, id)
+	c.inflightMu.Unlock()
 }
 
 // readableID returns the id of a JSON object that is not a valid message,
@@ -427,6 +467,9 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return err
 	}
 	if r, ok := msg.(*jsonrpc.Response); ok {
+		if r.ID.IsValid() {
+			c.answered(r.ID)
+		}
 		c.noteVersion(r)
 		if batch, held := c.batched(r); held {
 			if batch == nil {

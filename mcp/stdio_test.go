@@ -211,6 +211,54 @@ func TestStdioWire(t *testing.T) {
 	}
 }
 
+// TestStdioIDInUse: an invalid message whose id belongs to a request still
+// being served is answered with a null id, so the client cannot take the
+// error for that request's answer; once the request is answered, the id
+// is free again. The same holds inside a batch.
+func TestStdioIDInUse(t *testing.T) {
+	w, r, stop := rawStdio(t, true)
+	send(t, w, initLines)
+	if m := rpcLine(t, r).(map[string]any); m["id"] != 0.0 {
+		t.Fatalf("initialize: %v", m)
+	}
+	send(t, w, `{"jsonrpc":"2.0","id":40,"method":"tools/call","params":{"name":"block","arguments":{}}}`+"\n")
+	// Not valid (wrong version), and its id is the blocked call's.
+	send(t, w, `{"jsonrpc":"1.0","id":40,"method":"ping"}`+"\n")
+	m := rpcLine(t, r).(map[string]any)
+	e, _ := m["error"].(map[string]any)
+	if e == nil || e["code"] != -32600.0 || m["id"] != nil {
+		t.Fatalf("reused id: want -32600 with a null id, got %v", m)
+	}
+	if msg, _ := e["message"].(string); !strings.Contains(msg, "still being served") {
+		t.Fatalf("reused id: the error does not say why it has no id: %q", msg)
+	}
+	// In a batch: the invalid element and a valid request reusing the id
+	// both get errors without it; the rest is served.
+	send(t, w, `[{"jsonrpc":"1.0","id":40},{"jsonrpc":"2.0","id":40,"method":"ping"},{"jsonrpc":"2.0","id":41,"method":"ping"}]`+"\n")
+	arr, ok := rpcLine(t, r).([]any)
+	if !ok || len(arr) != 3 {
+		t.Fatalf("batch: want 3 answers, got %v", arr)
+	}
+	for i, a := range arr[:2] {
+		if m := a.(map[string]any); m["error"] == nil || m["id"] != nil {
+			t.Errorf("batch element %d: want an error with a null id, got %v", i, m)
+		}
+	}
+	if m := arr[2].(map[string]any); m["id"] != 41.0 || m["error"] != nil {
+		t.Errorf("batch element 2: %v", m)
+	}
+	// Cancelled, the call is answered, and its id is free again.
+	send(t, w, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":40}}`+"\n")
+	if m := rpcLine(t, r).(map[string]any); m["id"] != 40.0 {
+		t.Fatalf("cancelled call: %v", m)
+	}
+	send(t, w, `{"jsonrpc":"1.0","id":40,"method":"ping"}`+"\n")
+	if m := rpcLine(t, r).(map[string]any); m["error"] == nil || m["id"] != 40.0 {
+		t.Fatalf("id no longer in use: want an error with id 40, got %v", m)
+	}
+	stillServing(t, w, r, stop)
+}
+
 // TestStdioBatchesByVersion: MCP 2025-06-18 dropped JSON-RPC batches. A
 // session that agreed on it, or on a later version, has a batch refused
 // whole, and goes on.
