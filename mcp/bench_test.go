@@ -26,7 +26,9 @@ import (
 // the same directory, driven over stdio by one Go client (the SDK's). A
 // third peer, sdk-floor (testdata/sdkfloor), is the Go SDK's own server
 // with plain Go file access: what the transport toolhost is built on costs
-// before any sandbox or pipeline.
+// before any sandbox or pipeline. A fourth, jsonrpc-floor
+// (testdata/jsonrpcfloor), serves the same tools with no MCP library at
+// all: what the client, the pipes and waking the server cost.
 // Each sub-benchmark reports the median and 99th percentile of tools/call
 // round trips, made back to back, and "paced" (25ms apart, as an agent's
 // calls are, which lets the wasm tier pre-instantiate the next instance):
@@ -69,12 +71,12 @@ func hostBinary(b *testing.B) string {
 	return hostBin
 }
 
-// sdkFloorBinary builds testdata/sdkfloor.
-func sdkFloorBinary(b *testing.B) string {
+// testdataBinary builds the command ./testdata/name.
+func testdataBinary(b *testing.B, name string) string {
 	b.Helper()
-	bin := filepath.Join(b.TempDir(), "sdkfloor")
-	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/sdkfloor").CombinedOutput(); err != nil {
-		b.Fatalf("go build ./testdata/sdkfloor: %v\n%s", err, out)
+	bin := filepath.Join(b.TempDir(), name)
+	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/"+name).CombinedOutput(); err != nil {
+		b.Fatalf("go build ./testdata/%s: %v\n%s", name, err, out)
 	}
 	return bin
 }
@@ -144,7 +146,10 @@ func BenchmarkFilesystem(b *testing.B) {
 		{name: "reference", cmd: exec.Command("node", fsServer, ws),
 			read: &sdk.CallToolParams{Name: "read_text_file", Arguments: map[string]any{"path": filepath.Join(ws, "file4k.txt")}},
 			list: &sdk.CallToolParams{Name: "list_directory", Arguments: map[string]any{"path": filepath.Join(ws, "dir")}}},
-		{name: "sdk-floor", cmd: exec.Command(sdkFloorBinary(b), ws),
+		{name: "sdk-floor", cmd: exec.Command(testdataBinary(b, "sdkfloor"), ws),
+			read: &sdk.CallToolParams{Name: "read_text_file", Arguments: map[string]any{"path": "file4k.txt"}},
+			list: &sdk.CallToolParams{Name: "list_directory", Arguments: map[string]any{"path": "dir"}}},
+		{name: "jsonrpc-floor", cmd: exec.Command(testdataBinary(b, "jsonrpcfloor"), ws),
 			read: &sdk.CallToolParams{Name: "read_text_file", Arguments: map[string]any{"path": "file4k.txt"}},
 			list: &sdk.CallToolParams{Name: "list_directory", Arguments: map[string]any{"path": "dir"}}},
 	}
