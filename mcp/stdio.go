@@ -370,7 +370,7 @@ func (c *stdioConn) decodeErrorLocked(raw []byte, err error) error {
 		return &rpcError{code: jsonrpc.CodeParseError, err: fmt.Errorf("parse error: %v", err)}
 	}
 	re := &rpcError{code: jsonrpc.CodeInvalidRequest, err: fmt.Errorf("invalid request: %v", err), id: readableID(raw)}
-	if _, taken := c.inflight[re.id]; taken && re.id.IsValid() {
+	if _, taken := c.inflight[re.id]; taken { // an unreadable id, ID{}, is never in flight
 		re.err = fmt.Errorf("invalid request (its id %v belongs to a request still being served): %v", re.id.Raw(), err)
 		re.id = jsonrpc.ID{}
 	}

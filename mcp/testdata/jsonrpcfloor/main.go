@@ -13,8 +13,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
+
+	"github.com/toolhost/toolhost/mcp/testdata/floorfs"
 )
 
 type request struct {
@@ -94,30 +94,17 @@ func serve(root *os.Root, req *request) (any, *rpcError) {
 		p := req.Params.Arguments.Path
 		switch req.Params.Name {
 		case "read_text_file":
-			b, err := root.ReadFile(p)
+			t, err := floorfs.Read(root, p)
 			if err != nil {
 				return failed(err), nil
 			}
-			return text(string(b)), nil
+			return text(t), nil
 		case "list_directory":
-			f, err := root.Open(p)
+			t, err := floorfs.List(root, p)
 			if err != nil {
 				return failed(err), nil
 			}
-			defer f.Close()
-			entries, err := f.ReadDir(-1)
-			if err != nil {
-				return failed(err), nil
-			}
-			var b strings.Builder
-			for _, e := range entries {
-				kind := "[FILE]"
-				if e.IsDir() {
-					kind = "[DIR]"
-				}
-				fmt.Fprintf(&b, "%s %s\n", kind, filepath.Join(p, e.Name()))
-			}
-			return text(b.String()), nil
+			return text(t), nil
 		}
 		return nil, &rpcError{Code: -32602, Message: "unknown tool " + req.Params.Name}
 	}

@@ -11,10 +11,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolhost/toolhost/mcp/testdata/floorfs"
 )
 
 type pathArg struct {
@@ -36,31 +35,18 @@ func main() {
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
 	}
 	sdk.AddTool(s, &sdk.Tool{Name: "read_text_file"}, func(_ context.Context, _ *sdk.CallToolRequest, in pathArg) (*sdk.CallToolResult, any, error) {
-		b, err := root.ReadFile(in.Path)
+		t, err := floorfs.Read(root, in.Path)
 		if err != nil {
 			return nil, nil, err
 		}
-		return text(string(b)), nil, nil
+		return text(t), nil, nil
 	})
 	sdk.AddTool(s, &sdk.Tool{Name: "list_directory"}, func(_ context.Context, _ *sdk.CallToolRequest, in pathArg) (*sdk.CallToolResult, any, error) {
-		f, err := root.Open(in.Path)
+		t, err := floorfs.List(root, in.Path)
 		if err != nil {
 			return nil, nil, err
 		}
-		defer f.Close()
-		entries, err := f.ReadDir(-1)
-		if err != nil {
-			return nil, nil, err
-		}
-		var b strings.Builder
-		for _, e := range entries {
-			kind := "[FILE]"
-			if e.IsDir() {
-				kind = "[DIR]"
-			}
-			fmt.Fprintf(&b, "%s %s\n", kind, filepath.Join(in.Path, e.Name()))
-		}
-		return text(b.String()), nil, nil
+		return text(t), nil, nil
 	})
 	if err := s.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
