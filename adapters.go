@@ -26,7 +26,7 @@ func builtinAdapters() []builtinAdapter {
 			return extism.New(extism.Config{
 				CacheDir: filepath.Join(cfg.Host.CacheDir, "wasm"),
 				Logger:   log,
-				Builtins: builtin.Lookup,
+				Builtins: builtin.LookupTool,
 			})
 		}},
 		{kind: subprocess.Kind, build: func(cfg *config.Config, log hclog.Logger) (plugin.Adapter, error) {

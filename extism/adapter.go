@@ -40,8 +40,10 @@ type Config struct {
 	CacheDir string
 	// Logger receives adapter events and guest log lines (capped per call).
 	Logger hclog.Logger
-	// Builtins resolves Source.Builtin names to module bytes.
-	Builtins func(name string) ([]byte, bool)
+	// Builtins resolves a Source.Builtin plugin name, and the name of the
+	// tool asked of it, to module bytes: a built-in plugin may serve its
+	// tools from several modules (builtin.LookupTool).
+	Builtins func(plugin, tool string) ([]byte, bool)
 	// Transforms run, in order, on every module before it is compiled.
 	Transforms []Transform
 	// Lookup resolves host names for guest HTTP requests; nil uses the
@@ -66,7 +68,7 @@ type Config struct {
 type Adapter struct {
 	log      hclog.Logger
 	cache    wazero.CompilationCache
-	builtins func(string) ([]byte, bool)
+	builtins func(plugin, tool string) ([]byte, bool)
 	xforms   []Transform
 	lookup   LookupFunc
 	tmpBase  string
@@ -266,8 +268,9 @@ func writeFileAtomic(name string, b []byte) error {
 	return os.Rename(f.Name(), name)
 }
 
-// artifact returns the module bytes a source names.
-func (a *Adapter) artifact(src *plugin.Source) ([]byte, string, error) {
+// artifact returns the module bytes spec's source names.
+func (a *Adapter) artifact(spec *plugin.Spec) ([]byte, string, error) {
+	src := &spec.Source
 	switch {
 	case len(src.Bytes) > 0:
 		return src.Bytes, "embedded bytes", nil
@@ -275,7 +278,11 @@ func (a *Adapter) artifact(src *plugin.Source) ([]byte, string, error) {
 		if a.builtins == nil {
 			return nil, "", fmt.Errorf("built-in %q: this host has no built-in plugins", src.Builtin)
 		}
-		b, ok := a.builtins(src.Builtin)
+		tool := src.Tool
+		if tool == "" {
+			tool = spec.Name
+		}
+		b, ok := a.builtins(src.Builtin, tool)
 		if !ok {
 			return nil, "", fmt.Errorf("built-in %q does not exist", src.Builtin)
 		}
@@ -334,7 +341,7 @@ func (a *Adapter) Load(ctx context.Context, spec *plugin.Spec) (plugin.Tool, err
 	if spec.Source.Kind != "" && spec.Source.Kind != Kind {
 		return nil, fail("source kind %q is not %q", spec.Source.Kind, Kind)
 	}
-	raw, where, err := a.artifact(&spec.Source)
+	raw, where, err := a.artifact(spec)
 	if err != nil {
 		return nil, fail("%v", err)
 	}

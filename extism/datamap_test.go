@@ -73,14 +73,14 @@ func TestClearDirty(t *testing.T) {
 // only the gaps between data segments cleared, starts with exactly the
 // bytes of an instance made in fresh memory.
 func TestRecycledMemoryMatchesFresh(t *testing.T) {
-	a, err := New(Config{CacheDir: cacheDir, Builtins: builtin.Lookup})
+	a, err := New(Config{CacheDir: cacheDir, Builtins: builtin.LookupTool})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
 	sp := plugin.Spec{
-		Name:         "filesystem.read",
-		Source:       plugin.Source{Kind: Kind, Builtin: "filesystem", Tool: "filesystem.read"},
+		Name:         "filesystem.list",
+		Source:       plugin.Source{Kind: Kind, Builtin: "filesystem", Tool: "filesystem.list"},
 		Capabilities: plugin.Capabilities{Mounts: []plugin.Mount{{HostPath: t.TempDir(), GuestPath: "/workspace", ReadOnly: true}}},
 		Limits:       plugin.Limits{Pool: -1},
 	}

@@ -100,7 +100,7 @@ func TestBuiltins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := New(Config{CacheDir: cacheDir, Builtins: func(name string) ([]byte, bool) {
+	a, err := New(Config{CacheDir: cacheDir, Builtins: func(name, _ string) ([]byte, bool) {
 		if name == "textstats" {
 			return b, true
 		}

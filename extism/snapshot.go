@@ -230,7 +230,7 @@ func (t *wasmTool) useSnapshot(spec *plugin.Spec) bool {
 // first need, and closed with t.
 func (t *wasmTool) plainTool(ctx context.Context) (*wasmTool, error) {
 	t.snap.once.Do(func() {
-		raw, _, err := t.a.artifact(&t.spec.Source)
+		raw, _, err := t.a.artifact(t.spec)
 		if err == nil && !strings.HasPrefix(t.key, sha256Hex(raw)) {
 			err = errors.New("the module changed since it was loaded")
 		}

@@ -42,7 +42,7 @@ func snapBenchHost(b *testing.B, off, noRecycled bool, pool int) (*plugin.Host, 
 	if err := os.WriteFile(filepath.Join(dir, "4KiB.txt"), []byte(strings.Repeat(line, 70)[:4096]), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	a, err := New(Config{CacheDir: cacheDir, Builtins: builtin.Lookup, DisableSnapshots: off})
+	a, err := New(Config{CacheDir: cacheDir, Builtins: builtin.LookupTool, DisableSnapshots: off})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func BenchmarkSnapshotLoad(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				dir := filepath.Join(b.TempDir(), "cache")
 				load := func(dir string) int {
-					a, err := New(Config{CacheDir: dir, Builtins: builtin.Lookup, DisableSnapshots: m.off})
+					a, err := New(Config{CacheDir: dir, Builtins: builtin.LookupTool, DisableSnapshots: m.off})
 					if err != nil {
 						b.Fatal(err)
 					}

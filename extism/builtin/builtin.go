@@ -1,8 +1,9 @@
-// Package builtin is toolhost's catalog of built-in tools: wasm plugins
-// compiled from the Go sources under guests/ and embedded in the host
-// binary. Operators enable them with wasm { builtin = "<plugin>" tool =
-// "<tool>" }; they run in the wasm tier like any plugin, with only the
-// mounts and hosts the operator grants. docs/tools.md describes each tool.
+// Package builtin is toolhost's catalog of built-in tools: wasm modules
+// compiled from the sources under guests/ (Go packages, and one Rust crate)
+// and embedded in the host binary. Operators enable them with wasm {
+// builtin = "<plugin>" tool = "<tool>" }; they run in the wasm tier like any
+// plugin, with only the mounts and hosts the operator grants. docs/tools.md
+// describes each tool.
 //
 // The plugins, one per family:
 //
@@ -10,9 +11,15 @@
 //   - web: web.fetch, http.request, web.search
 //   - kb: kb.learn
 //
+// A plugin is one module, except filesystem: its read tool is served by
+// the module filesystem-rs, written in Rust, whose fresh instances cost a
+// fraction of a Go module's (guests/filesystem-rs/lib.rs says why).
+// LookupTool routes a tool to its module; operators name the plugin.
+//
 // The .wasm files are produced by go generate (internal/gen, reproducible:
-// fixed flags, -trimpath) and committed with the Go version that built them
-// (wasm/GOVERSION); a test rebuilds them and compares the bytes.
+// fixed flags, -trimpath, --remap-path-prefix) and committed with the
+// compiler versions that built them (wasm/GOVERSION, wasm/RUSTVERSION); a
+// test rebuilds them and compares the bytes.
 package builtin
 
 import (
@@ -33,6 +40,8 @@ import (
 var (
 	//go:embed wasm/filesystem.wasm
 	filesystemWasm []byte
+	//go:embed wasm/filesystem-rs.wasm
+	filesystemRsWasm []byte
 	//go:embed wasm/kb.wasm
 	kbWasm []byte
 	//go:embed wasm/web.wasm
@@ -40,14 +49,30 @@ var (
 )
 
 var modules = map[string][]byte{
-	"filesystem": filesystemWasm,
-	"kb":         kbWasm,
-	"web":        webWasm,
+	"filesystem":    filesystemWasm,
+	"filesystem-rs": filesystemRsWasm,
+	"kb":            kbWasm,
+	"web":           webWasm,
 }
 
-// Lookup returns the module bytes of the built-in plugin name. It is the
-// extism.Config.Builtins hook. The bytes are the binary's own, shared by
-// every caller: do not modify them.
+// toolModules names, for a plugin's tool served by a module other than the
+// plugin's own, that module.
+var toolModules = map[[2]string]string{
+	{"filesystem", "filesystem.read"}: "filesystem-rs",
+}
+
+// LookupTool returns the bytes of the module that serves tool of the
+// built-in plugin: the plugin's own module, or the one toolModules names.
+// It is the extism.Config.Builtins hook. The bytes are the binary's own,
+// shared by every caller: do not modify them.
+func LookupTool(plugin, tool string) ([]byte, bool) {
+	if m, ok := toolModules[[2]string{plugin, tool}]; ok {
+		return Lookup(m)
+	}
+	return Lookup(plugin)
+}
+
+// Lookup returns the bytes of the built-in module name.
 func Lookup(name string) ([]byte, bool) {
 	if name == "" || strings.ContainsAny(name, `/\.`) {
 		return nil, false
@@ -56,7 +81,7 @@ func Lookup(name string) ([]byte, bool) {
 	return b, ok
 }
 
-// Names returns the names of the built-in plugins, sorted.
+// Names returns the names of the built-in modules, sorted.
 func Names() []string {
 	return slices.Sorted(maps.Keys(modules))
 }

@@ -39,7 +39,7 @@ func run(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	adapter, err = extism.New(extism.Config{
 		CacheDir: testcache.Dir(filepath.Join(dir, "cache")),
-		Builtins: builtin.Lookup,
+		Builtins: builtin.LookupTool,
 		Logger:   hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr}),
 	})
 	if err != nil {
@@ -217,6 +217,7 @@ func TestNames(t *testing.T) {
 	for _, f := range files {
 		onDisk = append(onDisk, strings.TrimSuffix(filepath.Base(f), ".wasm"))
 	}
+	slices.Sort(onDisk)
 	if !slices.Equal(onDisk, names) {
 		t.Errorf("wasm/ holds %v, builtin.go embeds %v: add a variable for each module", onDisk, names)
 	}
@@ -235,11 +236,71 @@ func TestNames(t *testing.T) {
 			t.Errorf("Lookup(%q) succeeded", bad)
 		}
 	}
+	// A plugin's tools go to the module that serves them.
+	for _, c := range []struct{ plugin, tool, module string }{
+		{"filesystem", "filesystem.read", "filesystem-rs"},
+		{"filesystem", "filesystem.list", "filesystem"},
+		{"filesystem", "", "filesystem"},
+		{"filesystem-rs", "filesystem.read", "filesystem-rs"},
+		{"web", "web.fetch", "web"},
+	} {
+		got, ok := builtin.LookupTool(c.plugin, c.tool)
+		want, _ := builtin.Lookup(c.module)
+		if !ok || &got[0] != &want[0] {
+			t.Errorf("LookupTool(%q, %q) is not module %s", c.plugin, c.tool, c.module)
+		}
+	}
+	if _, ok := builtin.LookupTool("nope", "filesystem.read"); ok {
+		t.Error("LookupTool of an unknown plugin succeeded")
+	}
+}
+
+// rustc returns the path of the rustc go generate uses, and skips the test
+// when there is none or it is not the version that built the committed
+// modules.
+func rustc(t *testing.T) string {
+	t.Helper()
+	want, err := os.ReadFile("wasm/RUSTVERSION")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := exec.Command("go", "run", "./internal/gen", "-rustc").CombinedOutput()
+	if err != nil {
+		t.Skipf("no rustc for the Rust guests (apt-get install rustc libstd-rust-dev-wasm32): %s", bytes.TrimSpace(got))
+	}
+	v, path, _ := strings.Cut(strings.TrimSpace(string(got)), "\n")
+	if w := strings.TrimSpace(string(want)); v != w {
+		t.Skipf("the Rust modules were built with %s; this is %s (run go generate ./extism/builtin to rebuild them)", w, v)
+	}
+	return path
+}
+
+// TestRustGuestUnits runs the Rust guests' own unit tests, built natively
+// by the rustc that builds the modules.
+func TestRustGuestUnits(t *testing.T) {
+	rc := rustc(t)
+	libs, _ := filepath.Glob("guests/*/lib.rs")
+	if len(libs) == 0 {
+		t.Fatal("no Rust guest under guests/")
+	}
+	for _, lib := range libs {
+		bin := filepath.Join(t.TempDir(), "units")
+		if b, err := exec.Command(rc, "--edition", "2021", "--test", "-o", bin, lib).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", lib, err, b)
+		}
+		b, err := exec.Command(bin).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", lib, err, b)
+		}
+		if !bytes.Contains(b, []byte("test result: ok")) {
+			t.Fatalf("%s:\n%s", lib, b)
+		}
+	}
 }
 
 // TestReproducible rebuilds the modules and compares them with the
-// committed ones. Other Go versions produce other bytes, so it needs the
-// version recorded in wasm/GOVERSION.
+// committed ones. Other compiler versions produce other bytes, so it needs
+// the versions recorded in wasm/GOVERSION and wasm/RUSTVERSION.
 func TestReproducible(t *testing.T) {
 	if testing.Short() {
 		t.Skip("rebuilds every plugin")
@@ -255,6 +316,7 @@ func TestReproducible(t *testing.T) {
 	if v, w := strings.TrimSpace(string(gov)), strings.TrimSpace(string(want)); v != w {
 		t.Skipf("the modules were built with %s; this is %s (run go generate ./extism/builtin to rebuild them)", w, v)
 	}
+	rustc(t)
 	out := t.TempDir()
 	cmd := exec.Command("go", "run", "./internal/gen", "-src", "guests", "-out", out)
 	if b, err := cmd.CombinedOutput(); err != nil {

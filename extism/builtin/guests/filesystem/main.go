@@ -1,10 +1,11 @@
 //go:build wasip1
 
-// Command filesystem is toolhost's built-in file plugin: filesystem.read,
-// .list, .search, .write, .edit and .delete over the directories the
-// operator mounts (docs/tools.md). It sees nothing else: every path goes
-// through the host's os.Root-backed mounts, and this plugin refuses paths
-// outside them before it even asks.
+// Command filesystem is toolhost's built-in file plugin: filesystem.list,
+// .search, .write, .edit and .delete over the directories the operator
+// mounts (docs/tools.md); filesystem.read is the Rust module's
+// (../filesystem-rs), and the catalog routes it there. It sees nothing
+// else: every path goes through the host's os.Root-backed mounts, and this
+// plugin refuses paths outside them before it even asks.
 package main
 
 import (
@@ -19,7 +20,7 @@ import (
 func main() {}
 
 func init() {
-	guest.Register(readTool(), listTool(), searchTool(), writeTool(), editTool(), deleteTool())
+	guest.Register(listTool(), searchTool(), writeTool(), editTool(), deleteTool())
 }
 
 // Defaults of the Extism config keys this plugin reads.
@@ -76,6 +77,10 @@ func resolve(p string) (mounts.Path, *guest.Result) {
 		return r, fail(err)
 	}
 	return r, nil
+}
+
+func tooLarge(shown string, size, max int64) *guest.Result {
+	return guest.ErrorCode(mounts.CodeFileTooLarge, "%s is %d bytes, over the %d-byte limit for reading (max_file_size)", shown, size, max)
 }
 
 // binaryPrefix is how much of a file isBinary looks at.
