@@ -79,8 +79,8 @@ func TestRecycledMemoryMatchesFresh(t *testing.T) {
 	}
 	defer a.Close()
 	sp := plugin.Spec{
-		Name:         "filesystem.list",
-		Source:       plugin.Source{Kind: Kind, Builtin: "filesystem", Tool: "filesystem.list"},
+		Name:         "filesystem.search",
+		Source:       plugin.Source{Kind: Kind, Builtin: "filesystem", Tool: "filesystem.search"},
 		Capabilities: plugin.Capabilities{Mounts: []plugin.Mount{{HostPath: t.TempDir(), GuestPath: "/workspace", ReadOnly: true}}},
 		Limits:       plugin.Limits{Pool: -1},
 	}

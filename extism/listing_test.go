@@ -47,8 +47,8 @@ func TestLazyCompileAndCachedListing(t *testing.T) {
 	}
 
 	// First start: listing needs one compiled tool per module (the
-	// filesystem plugin's read tool is the filesystem-rs module's, list
-	// and search the Go module's); the others stay idle.
+	// filesystem plugin's read and list tools are the filesystem-rs
+	// module's, search the Go module's); the others stay idle.
 	h, logs := start()
 	if n := strings.Count(logs.String(), "compiled:"); n != 2 {
 		t.Errorf("first start compiled %d tools to list them, want 2", n)

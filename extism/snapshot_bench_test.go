@@ -33,8 +33,9 @@ var snapModes = []struct {
 	{"plain-fresh-mem", true, true},
 }
 
-// snapBenchHost loads filesystem.read over a directory holding a 4 KiB
-// file, in a host whose adapter has snapshots on or off.
+// snapBenchHost loads filesystem.search (a tool of the Go filesystem
+// module, which is snapshotted) over a directory holding a 4 KiB file, in a
+// host whose adapter has snapshots on or off.
 func snapBenchHost(b *testing.B, off, noRecycled bool, pool int) (*plugin.Host, *wasmTool, *plugin.Spec) {
 	b.Helper()
 	dir := b.TempDir()
@@ -50,9 +51,9 @@ func snapBenchHost(b *testing.B, off, noRecycled bool, pool int) (*plugin.Host, 
 		a.mem.drain() // a drained pool keeps nothing
 	}
 	sp := plugin.Spec{
-		Name:         "filesystem.read",
+		Name:         "filesystem.search",
 		Tier:         plugin.TierReadOnly,
-		Source:       plugin.Source{Kind: Kind, Builtin: "filesystem", Tool: "filesystem.read"},
+		Source:       plugin.Source{Kind: Kind, Builtin: "filesystem", Tool: "filesystem.search"},
 		Capabilities: plugin.Capabilities{Mounts: []plugin.Mount{{HostPath: dir, GuestPath: "/workspace", ReadOnly: true}}},
 		Limits:       plugin.Limits{Pool: pool},
 	}
@@ -107,7 +108,7 @@ func BenchmarkSnapshotInstance(b *testing.B) {
 	}
 }
 
-// BenchmarkSnapshotFreshCall is filesystem.read of a 4 KiB file through
+// BenchmarkSnapshotFreshCall is filesystem.search of a 4 KiB file through
 // the whole pipeline (plugin.Host: validation, deadline, a fresh instance,
 // WASI reads through the mount, audit), back to back with no pool, so that
 // every call pays for creating its instance: p50-µs is the latency of a
@@ -135,14 +136,14 @@ func BenchmarkSnapshotSustained(b *testing.B) {
 
 func benchReads(b *testing.B, h *plugin.Host) {
 	ctx := context.Background()
-	c := plugin.Call{Name: "filesystem.read", Arguments: []byte(`{"path":"4KiB.txt"}`)}
+	c := plugin.Call{Name: "filesystem.search", Arguments: []byte(`{"pattern":"lazy dog","max_results":1}`)}
 	check := func() {
 		res, err := h.Invoke(ctx, c)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if res.IsError || len(res.TextContent()) != 4096 {
-			b.Fatalf("read: %s", res.TextContent())
+		if res.IsError || !strings.Contains(res.TextContent(), "4KiB.txt:1:") {
+			b.Fatalf("search: %s", res.TextContent())
 		}
 	}
 	check()
@@ -196,7 +197,7 @@ func BenchmarkSnapshotLoad(b *testing.B) {
 						b.Fatal(err)
 					}
 					defer a.Close()
-					sp := plugin.Spec{Name: "filesystem.read", Source: plugin.Source{Kind: Kind, Builtin: "filesystem", Tool: "filesystem.read"},
+					sp := plugin.Spec{Name: "filesystem.search", Source: plugin.Source{Kind: Kind, Builtin: "filesystem", Tool: "filesystem.search"},
 						Capabilities: plugin.Capabilities{Mounts: []plugin.Mount{{HostPath: b.TempDir(), GuestPath: "/workspace", ReadOnly: true}}},
 						Limits:       plugin.Limits{Pool: -1}}
 					tool, err := a.Load(context.Background(), &sp)

@@ -11,9 +11,10 @@
 //   - web: web.fetch, http.request, web.search
 //   - kb: kb.learn
 //
-// A plugin is one module, except filesystem: its read tool is served by
-// the module filesystem-rs, written in Rust, whose fresh instances cost a
-// fraction of a Go module's (guests/filesystem-rs/lib.rs says why).
+// A plugin is one module, except filesystem: its read and list tools are
+// served by the module filesystem-rs, written in Rust, whose fresh
+// instances cost a fraction of a Go module's (guests/filesystem-rs/lib.rs
+// says why).
 // LookupTool routes a tool to its module; operators name the plugin.
 //
 // The .wasm files are produced by go generate (internal/gen, reproducible:
@@ -59,6 +60,7 @@ var modules = map[string][]byte{
 // plugin's own, that module.
 var toolModules = map[[2]string]string{
 	{"filesystem", "filesystem.read"}: "filesystem-rs",
+	{"filesystem", "filesystem.list"}: "filesystem-rs",
 }
 
 // LookupTool returns the bytes of the module that serves tool of the

@@ -239,7 +239,8 @@ func TestNames(t *testing.T) {
 	// A plugin's tools go to the module that serves them.
 	for _, c := range []struct{ plugin, tool, module string }{
 		{"filesystem", "filesystem.read", "filesystem-rs"},
-		{"filesystem", "filesystem.list", "filesystem"},
+		{"filesystem", "filesystem.list", "filesystem-rs"},
+		{"filesystem", "filesystem.search", "filesystem"},
 		{"filesystem", "", "filesystem"},
 		{"filesystem-rs", "filesystem.read", "filesystem-rs"},
 		{"web", "web.fetch", "web"},

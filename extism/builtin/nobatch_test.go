@@ -13,12 +13,12 @@ import (
 )
 
 // TestFilesystemWithoutBatchReads runs filesystem.search and .list as a
-// host without batch reads does (go-sdk with its own mounts, and
-// toolhost_fs_submit answering ENOSYS, as toolhost does off Linux): the
-// guest reads and examines file by file, and its answers are those the
-// batched tools give through the host. toolhost_config_get answers ENOSYS
-// too: the guest reads its config (max_entries, which stops the deep
-// listing) through Extism's config_get.
+// plain Extism host does (go-sdk with its own mounts, Extism input and
+// output, and toolhost_fs_submit answering ENOSYS, as toolhost does off
+// Linux): the Go guest reads and examines file by file, and the answers
+// are those the tools give through toolhost. toolhost_config_get answers
+// ENOSYS too: the guests read their config (max_entries, which stops the
+// deep listing) through Extism's config_get.
 func TestFilesystemWithoutBatchReads(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]string{
@@ -35,32 +35,42 @@ func TestFilesystemWithoutBatchReads(t *testing.T) {
 	}
 	writeFiles(t, dir, files)
 
-	wasm, ok := builtin.Lookup("filesystem")
-	if !ok {
-		t.Fatal("no filesystem module")
-	}
 	enosys := int32(52)
 	i32 := extism.ValueTypeI32
-	answer := func(context.Context, *extism.CurrentPlugin, []uint64) {}
-	answer = func(_ context.Context, _ *extism.CurrentPlugin, stack []uint64) { stack[0] = uint64(uint32(-enosys)) }
+	answer := func(_ context.Context, _ *extism.CurrentPlugin, stack []uint64) { stack[0] = uint64(uint32(-enosys)) }
 	ctx := context.Background()
 	cfg := map[string]string{"max_entries": "5"}
-	cp, err := extism.NewCompiledPlugin(ctx, extism.Manifest{
-		Wasm:         []extism.Wasm{extism.WasmData{Data: wasm}},
-		AllowedPaths: map[string]string{dir: "/workspace"},
-		Config:       cfg,
-	}, extism.PluginConfig{EnableWasi: true}, []extism.HostFunction{
-		extism.NewHostFunctionWithStack("toolhost_fs_submit", answer, []extism.ValueType{i32, i32, i32, i32, extism.ValueTypeI64, i32, i32, i32}, []extism.ValueType{i32}),
-		extism.NewHostFunctionWithStack("toolhost_fs_take", answer, []extism.ValueType{i32, i32, i32}, []extism.ValueType{i32}),
-		extism.NewHostFunctionWithStack("toolhost_config_get", answer, []extism.ValueType{i32, i32, i32, i32}, []extism.ValueType{i32}),
-	})
-	if err != nil {
-		t.Fatal(err)
+	// Each tool runs in the module that serves it (search in Go, list in
+	// Rust): both must work on a plain Extism host.
+	compiled := map[*byte]*extism.CompiledPlugin{} // by module
+	module := func(tool string) *extism.CompiledPlugin {
+		t.Helper()
+		wasm, ok := builtin.LookupTool("filesystem", tool)
+		if !ok {
+			t.Fatalf("no module for %s", tool)
+		}
+		if cp := compiled[&wasm[0]]; cp != nil {
+			return cp
+		}
+		cp, err := extism.NewCompiledPlugin(ctx, extism.Manifest{
+			Wasm:         []extism.Wasm{extism.WasmData{Data: wasm}},
+			AllowedPaths: map[string]string{dir: "/workspace"},
+			Config:       cfg,
+		}, extism.PluginConfig{EnableWasi: true}, []extism.HostFunction{
+			extism.NewHostFunctionWithStack("toolhost_fs_submit", answer, []extism.ValueType{i32, i32, i32, i32, extism.ValueTypeI64, i32, i32, i32}, []extism.ValueType{i32}),
+			extism.NewHostFunctionWithStack("toolhost_fs_take", answer, []extism.ValueType{i32, i32, i32}, []extism.ValueType{i32}),
+			extism.NewHostFunctionWithStack("toolhost_config_get", answer, []extism.ValueType{i32, i32, i32, i32}, []extism.ValueType{i32}),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cp.Close(ctx) })
+		compiled[&wasm[0]] = cp
+		return cp
 	}
-	defer cp.Close(ctx)
 	plain := func(tool, args string) string {
 		t.Helper()
-		p, err := cp.Instance(ctx, extism.PluginInstanceConfig{})
+		p, err := module(tool).Instance(ctx, extism.PluginInstanceConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,7 @@
 //! The part of toolhost's built-in filesystem plugin written in Rust:
-//! filesystem.read. The other filesystem tools are the Go module's
-//! (../filesystem); the catalog routes each tool to the module that
-//! offers it (builtin.go).
+//! filesystem.read and filesystem.list, the calls agents make most. The
+//! other filesystem tools are the Go module's (../filesystem); the catalog
+//! routes each tool to the module that offers it (builtin.go).
 //!
 //! Why a second language: a fresh instance per call is the tier's rule, and
 //! a Go module pays for it. Instantiating the Go filesystem module costs
@@ -15,7 +15,9 @@
 //! I/O (toolhost_fast_io_v1). It is built by go generate (internal/gen)
 //! with rustc alone: the standard library, no crates.
 
+mod glob;
 mod json;
+mod list;
 mod mounts;
 mod read;
 
@@ -52,7 +54,11 @@ struct Tool {
     run: fn(&Args) -> Result<Reply, Error>,
 }
 
-const TOOLS: &[Tool] = &[Tool { name: "filesystem.read", title: read::TITLE, description: read::DESCRIPTION, schema: read::SCHEMA, run: read::read }];
+/// The tools, sorted by name as list_tools gives them.
+const TOOLS: &[Tool] = &[
+    Tool { name: "filesystem.list", title: list::TITLE, description: list::DESCRIPTION, schema: list::SCHEMA, run: list::list },
+    Tool { name: "filesystem.read", title: read::TITLE, description: read::DESCRIPTION, schema: read::SCHEMA, run: read::read },
+];
 
 /// Marks the fast I/O path (docs/wasm.md): the host then passes an empty
 /// Extism input and the real one on stdin.

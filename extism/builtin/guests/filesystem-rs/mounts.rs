@@ -113,6 +113,18 @@ impl Set {
     }
 }
 
+impl Set {
+    /// display for a path that need not be UTF-8 (a file name can be any
+    /// bytes).
+    pub fn display_bytes(&self, abs: &[u8]) -> Vec<u8> {
+        match self.paths.first() {
+            Some(ws) if abs == ws.as_bytes() => b".".to_vec(),
+            Some(ws) if abs.len() > ws.len() && abs.starts_with(ws.as_bytes()) && abs[ws.len()] == b'/' => abs[ws.len() + 1..].to_vec(),
+            _ => abs.to_vec(),
+        }
+    }
+}
+
 /// Validates one string as a path argument: UTF-8, no NUL, not over-long.
 pub fn check_name(field: &str, p: &str) -> Result<(), Error> {
     if p.contains('\0') {

@@ -1,15 +1,16 @@
 //go:build wasip1
 
-// Command filesystem is toolhost's built-in file plugin: filesystem.list,
-// .search, .write, .edit and .delete over the directories the operator
-// mounts (docs/tools.md); filesystem.read is the Rust module's
-// (../filesystem-rs), and the catalog routes it there. It sees nothing
+// Command filesystem is toolhost's built-in file plugin: filesystem.search,
+// .write, .edit and .delete over the directories the operator mounts
+// (docs/tools.md); filesystem.read and .list are the Rust module's
+// (../filesystem-rs), and the catalog routes them there. It sees nothing
 // else: every path goes through the host's os.Root-backed mounts, and this
 // plugin refuses paths outside them before it even asks.
 package main
 
 import (
-	"strconv"
+	"fmt"
+	"unicode/utf8"
 
 	"github.com/toolhost/toolhost/extism/builtin/internal/hostcfg"
 	"github.com/toolhost/toolhost/extism/builtin/internal/mounts"
@@ -20,14 +21,11 @@ import (
 func main() {}
 
 func init() {
-	guest.Register(listTool(), searchTool(), writeTool(), editTool(), deleteTool())
+	guest.Register(searchTool(), writeTool(), editTool(), deleteTool())
 }
 
-// Defaults of the Extism config keys this plugin reads.
-const (
-	defaultMaxFileSize = 10 << 20
-	defaultMaxEntries  = 1000
-)
+// The default of the Extism config key max_file_size.
+const defaultMaxFileSize = 10 << 20
 
 // fail turns an *mounts.Error into a failed result with its code.
 func fail(e *mounts.Error) *guest.Result { return guest.ErrorCode(e.Code, "%s", e.Msg) }
@@ -58,18 +56,6 @@ func configSize(key string, def int64) (int64, *guest.Result) {
 	return n, nil
 }
 
-func configInt(key string, def int) (int, *guest.Result) {
-	v, ok := hostcfg.Get(key)
-	if !ok || v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		return 0, guest.ErrorCode(mounts.CodeFailed, "the operator's config %s = %q is not a positive number", key, v)
-	}
-	return n, nil
-}
-
 // resolve resolves a path argument against this instance's mounts.
 func resolve(p string) (mounts.Path, *guest.Result) {
 	r, err := mounts.Discover().Resolve(p)
@@ -81,6 +67,16 @@ func resolve(p string) (mounts.Path, *guest.Result) {
 
 func tooLarge(shown string, size, max int64) *guest.Result {
 	return guest.ErrorCode(mounts.CodeFileTooLarge, "%s is %d bytes, over the %d-byte limit for reading (max_file_size)", shown, size, max)
+}
+
+// displayName quotes a name that is not valid UTF-8, so that a result
+// stays readable and says why such a file cannot be named in a call.
+func displayName(p string) (string, bool) {
+	if utf8.ValidString(p) {
+		return p, true
+	}
+	q := fmt.Sprintf("%q", p)
+	return q[1 : len(q)-1], false
 }
 
 // binaryPrefix is how much of a file isBinary looks at.
