@@ -136,7 +136,7 @@ fn window(text: &str, offset: i64, limit: i64) -> (&str, Option<String>) {
         start = line_end(start);
     }
     let (mut end, mut last) = (text.len(), total);
-    if limit > 0 && offset + limit - 1 < total {
+    if limit > 0 && offset.saturating_add(limit - 1) < total {
         last = offset + limit - 1;
         end = start;
         for _ in offset..=last {
@@ -165,5 +165,6 @@ mod tests {
         assert_eq!(window(t, 3, 0), ("c\n", Some("lines 3-3 of 3".to_string())));
         assert_eq!(window(t, 4, 0).0, "");
         assert_eq!(window("x", 1, 5), ("x", None));
+        assert_eq!(window(t, 2, i64::MAX), ("b\nc\n", Some("lines 2-3 of 3".to_string())));
     }
 }

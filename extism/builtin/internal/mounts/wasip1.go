@@ -126,10 +126,7 @@ func (s Set) at(abs string) (int32, string, error) {
 	return dirFD, abs[len(m)+1:], nil
 }
 
-//go:wasmimport wasi_snapshot_preview1 path_filestat_get
-func pathFilestatGet(fd int32, flags uint32, path unsafe.Pointer, pathLen uint32, buf unsafe.Pointer) int32
-
-// Info is what Lstat tells of a file.
+// Info is what the host tells of a file a batch examined (SubmitStat).
 type Info struct {
 	Kind  uint8 // WASI file type
 	Size  int64
@@ -144,22 +141,6 @@ func (i Info) IsRegular() bool { return i.Kind == typeRegular }
 
 // IsSymlink reports whether the file is a symbolic link.
 func (i Info) IsSymlink() bool { return i.Kind == typeSymlink }
-
-// Lstat examines abs (a path Resolve returned) without following a final
-// symbolic link, in one WASI call: os.Lstat adds the package's path
-// handling and a FileInfo to every call, which a listing of many entries
-// pays for each.
-func (s Set) Lstat(abs string) (Info, error) {
-	dirFD, rel, err := s.at(abs)
-	if err != nil {
-		return Info{}, err
-	}
-	var st [8]uint64 // WASI filestat: dev, ino, filetype, nlink, size, atim, mtim, ctim
-	if e := pathFilestatGet(dirFD, 0, unsafe.Pointer(unsafe.StringData(rel)), uint32(len(rel)), unsafe.Pointer(&st[0])); e != 0 {
-		return Info{}, syscall.Errno(e)
-	}
-	return Info{Kind: uint8(st[2]), Size: int64(st[4]), Mtime: int64(st[6])}, nil
-}
 
 //go:wasmimport wasi_snapshot_preview1 fd_readdir
 func fdReaddir(fd int32, buf unsafe.Pointer, bufLen uint32, cookie uint64, used unsafe.Pointer) int32
