@@ -12,7 +12,7 @@ import (
 	"github.com/toolhost/toolhost/extism/builtin"
 )
 
-// TestFilesystemWithoutBatchReads runs filesystem.search and .list as a
+// TestFilesystemWithoutBatchReads runs filesystem.search, .read and .list as a
 // plain Extism host does (go-sdk with its own mounts, Extism input and
 // output, and toolhost_fs_submit answering ENOSYS, as toolhost does off
 // Linux): the Go guest reads and examines file by file, and the answers
@@ -93,6 +93,8 @@ func TestFilesystemWithoutBatchReads(t *testing.T) {
 		{"filesystem.search", `{"pattern":"needle","case_sensitive":false}`},
 		{"filesystem.search", `{"pattern":"need\\w+","regex":true}`},
 		{"filesystem.search", `{"pattern":"needle","max_results":2}`},
+		{"filesystem.read", `{"path":"a.txt","offset":2}`},
+		{"filesystem.read", `{"path":"m/deep/c.md","limit":1}`},
 		{"filesystem.list", `{"path":"many"}`},
 		{"filesystem.list", `{"depth":3}`},
 	} {
