@@ -278,11 +278,7 @@ func (a *Adapter) artifact(spec *plugin.Spec) ([]byte, string, error) {
 		if a.builtins == nil {
 			return nil, "", fmt.Errorf("built-in %q: this host has no built-in plugins", src.Builtin)
 		}
-		tool := src.Tool
-		if tool == "" {
-			tool = spec.Name
-		}
-		b, ok := a.builtins(src.Builtin, tool)
+		b, ok := a.builtins(src.Builtin, guestToolName(spec))
 		if !ok {
 			return nil, "", fmt.Errorf("built-in %q does not exist", src.Builtin)
 		}

@@ -103,11 +103,15 @@ func newTool(a *Adapter, spec *plugin.Spec, m mode, info *moduleInfo, code []byt
 }
 
 // guestName is the tool's name inside a list_tools plugin.
-func (t *wasmTool) guestName() string {
-	if t.spec.Source.Tool != "" {
-		return t.spec.Source.Tool
+func (t *wasmTool) guestName() string { return guestToolName(t.spec) }
+
+// guestToolName is the name inside its plugin of the tool spec describes:
+// Source.Tool, or else the tool's own name.
+func guestToolName(spec *plugin.Spec) string {
+	if spec.Source.Tool != "" {
+		return spec.Source.Tool
 	}
-	return t.spec.Name
+	return spec.Name
 }
 
 // compile runs once, in the background, from Load.

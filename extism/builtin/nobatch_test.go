@@ -35,9 +35,6 @@ func TestFilesystemWithoutBatchReads(t *testing.T) {
 	}
 	writeFiles(t, dir, files)
 
-	enosys := int32(52)
-	i32 := extism.ValueTypeI32
-	answer := func(_ context.Context, _ *extism.CurrentPlugin, stack []uint64) { stack[0] = uint64(uint32(-enosys)) }
 	ctx := context.Background()
 	cfg := map[string]string{"max_entries": "5"}
 	// Each tool runs in the module that serves it (search in Go, list in
@@ -52,19 +49,7 @@ func TestFilesystemWithoutBatchReads(t *testing.T) {
 		if cp := compiled[&wasm[0]]; cp != nil {
 			return cp
 		}
-		cp, err := extism.NewCompiledPlugin(ctx, extism.Manifest{
-			Wasm:         []extism.Wasm{extism.WasmData{Data: wasm}},
-			AllowedPaths: map[string]string{dir: "/workspace"},
-			Config:       cfg,
-		}, extism.PluginConfig{EnableWasi: true}, []extism.HostFunction{
-			extism.NewHostFunctionWithStack("toolhost_fs_submit", answer, []extism.ValueType{i32, i32, i32, i32, extism.ValueTypeI64, i32, i32, i32}, []extism.ValueType{i32}),
-			extism.NewHostFunctionWithStack("toolhost_fs_take", answer, []extism.ValueType{i32, i32, i32}, []extism.ValueType{i32}),
-			extism.NewHostFunctionWithStack("toolhost_config_get", answer, []extism.ValueType{i32, i32, i32, i32}, []extism.ValueType{i32}),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cp.Close(ctx) })
+		cp := plainCompile(t, wasm, map[string]string{dir: "/workspace"}, cfg)
 		compiled[&wasm[0]] = cp
 		return cp
 	}
@@ -105,6 +90,73 @@ func TestFilesystemWithoutBatchReads(t *testing.T) {
 		}
 		if got := plain(c.tool, c.args); got != batched {
 			t.Errorf("%s %s without batch reads:\n%s\nwith them:\n%s", c.tool, c.args, got, batched)
+		}
+	}
+}
+
+// plainCompile compiles a built-in module for plain go-sdk, as another
+// Extism host runs it: mounts and config its own, and toolhost's host
+// functions answering ENOSYS, as toolhost's do where they are not offered.
+func plainCompile(t *testing.T, wasm []byte, mounts, cfg map[string]string) *extism.CompiledPlugin {
+	t.Helper()
+	enosys := int32(52)
+	i32 := extism.ValueTypeI32
+	answer := func(_ context.Context, _ *extism.CurrentPlugin, stack []uint64) { stack[0] = uint64(uint32(-enosys)) }
+	ctx := context.Background()
+	cp, err := extism.NewCompiledPlugin(ctx, extism.Manifest{
+		Wasm:         []extism.Wasm{extism.WasmData{Data: wasm}},
+		AllowedPaths: mounts,
+		Config:       cfg,
+	}, extism.PluginConfig{EnableWasi: true}, []extism.HostFunction{
+		extism.NewHostFunctionWithStack("toolhost_fs_submit", answer, []extism.ValueType{i32, i32, i32, i32, extism.ValueTypeI64, i32, i32, i32}, []extism.ValueType{i32}),
+		extism.NewHostFunctionWithStack("toolhost_fs_take", answer, []extism.ValueType{i32, i32, i32}, []extism.ValueType{i32}),
+		extism.NewHostFunctionWithStack("toolhost_config_get", answer, []extism.ValueType{i32, i32, i32, i32}, []extism.ValueType{i32}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cp.Close(ctx) })
+	return cp
+}
+
+// TestFilesystemToolsOneModuleEach: every tool of the filesystem plugin is
+// offered (list_tools) by exactly one of its modules, the one LookupTool
+// routes it to, so that a tool moved between modules cannot be served by a
+// stale copy or by none.
+func TestFilesystemToolsOneModuleEach(t *testing.T) {
+	ctx := context.Background()
+	want := []string{"filesystem.delete", "filesystem.edit", "filesystem.list", "filesystem.read", "filesystem.search", "filesystem.write"}
+	offeredBy := map[string][]string{}
+	for _, m := range []string{"filesystem", "filesystem-rs"} {
+		wasm, _ := builtin.Lookup(m)
+		p, err := plainCompile(t, wasm, nil, nil).Instance(ctx, extism.PluginInstanceConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, out, err := p.Call("list_tools", []byte("{}"))
+		p.Close(ctx)
+		if err != nil {
+			t.Fatalf("%s list_tools: %v", m, err)
+		}
+		var res struct {
+			Tools []struct{ Name string } `json:"tools"`
+		}
+		if err := json.Unmarshal(out, &res); err != nil {
+			t.Fatalf("%s list_tools: %s (%v)", m, out, err)
+		}
+		for _, tool := range res.Tools {
+			offeredBy[tool.Name] = append(offeredBy[tool.Name], m)
+		}
+	}
+	if len(offeredBy) != len(want) {
+		t.Errorf("the modules offer %v, want %v", offeredBy, want)
+	}
+	for _, tool := range want {
+		routed, _ := builtin.LookupTool("filesystem", tool)
+		if ms := offeredBy[tool]; len(ms) != 1 {
+			t.Errorf("%s is offered by %v, want one module", tool, ms)
+		} else if mod, _ := builtin.Lookup(ms[0]); &mod[0] != &routed[0] {
+			t.Errorf("%s is offered by %s, but LookupTool routes it elsewhere", tool, ms[0])
 		}
 	}
 }

@@ -105,15 +105,9 @@ impl Set {
     /// abs as a model should see it: relative to the workspace when inside
     /// it ("." for the workspace itself), else absolute.
     pub fn display(&self, abs: &str) -> String {
-        match self.paths.first() {
-            Some(ws) if abs == ws => ".".to_string(),
-            Some(ws) if within(ws, abs) => abs[ws.len() + 1..].to_string(),
-            _ => abs.to_string(),
-        }
+        String::from_utf8(self.display_bytes(abs.as_bytes())).unwrap_or_default()
     }
-}
 
-impl Set {
     /// display for a path that need not be UTF-8 (a file name can be any
     /// bytes).
     pub fn display_bytes(&self, abs: &[u8]) -> Vec<u8> {
