@@ -48,6 +48,7 @@ type instance struct {
 	cancel    context.CancelFunc
 	fileBytes atomic.Int64
 	batch     *batchReader // toolhost_fs_submit's reading, if any
+	direct    *directCall  // call_tool without go-sdk's per-call work (direct.go)
 	httpCount int
 	invokes   int
 	logs      atomic.Int64
@@ -149,6 +150,14 @@ func (t *wasmTool) newInstance(ctx context.Context, spec *plugin.Spec) (_ *insta
 				return nil, plugin.LimitError("memory", "guest initialisation needs more than the %s memory limit", plugin.FormatSize(t.limits.Memory))
 			}
 			return nil, fmt.Errorf("guest initialisation (%s): %w%s", t.info.initName, err, inst.stderr.tail())
+		}
+	}
+	if t.direct() {
+		dctx, cancel := context.WithTimeout(ctx, t.limits.Timeout)
+		defer cancel()
+		dctx = fuel.WithMeter(context.WithValue(dctx, instKey{}, inst), fuel.NewMeter(fuel.DefaultBudget))
+		if err := inst.prepareDirect(dctx, exportCallTool); err != nil {
+			t.log.Debug("calls go through go-sdk", "reason", err)
 		}
 	}
 	inst.stdout.buf.Reset()

@@ -16,6 +16,7 @@ import (
 	extism "github.com/extism/go-sdk"
 	"github.com/hashicorp/go-hclog"
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/toolhost/toolhost/extism/internal/fuel"
@@ -103,6 +104,9 @@ func newTool(a *Adapter, spec *plugin.Spec, m mode, info *moduleInfo, code []byt
 }
 
 // guestName is the tool's name inside a list_tools plugin.
+// direct reports whether the tool's calls use the direct call (direct.go).
+func (t *wasmTool) direct() bool { return t.fastIO && t.mode == modeTools }
+
 func (t *wasmTool) guestName() string { return guestToolName(t.spec) }
 
 // guestToolName is the name inside its plugin of the tool spec describes:
@@ -154,7 +158,11 @@ func (t *wasmTool) compile() {
 		rc = rc.WithCloseOnContextDone(true)
 		manifest.Timeout = uint64(plugin.MaxLimits().Timeout.Milliseconds())
 	}
-	c, err := extism.NewCompiledPlugin(context.Background(), manifest, extism.PluginConfig{
+	ctx := context.Background()
+	if t.direct() {
+		ctx = experimental.WithFunctionListenerFactory(ctx, directListener{})
+	}
+	c, err := extism.NewCompiledPlugin(ctx, manifest, extism.PluginConfig{
 		RuntimeConfig: rc,
 		EnableWasi:    true,
 	}, funcs)
@@ -518,7 +526,7 @@ func (t *wasmTool) run(ctx context.Context, req *plugin.Request, export string, 
 		t.running.Add(1)
 		go func() {
 			defer t.running.Done()
-			rc, out, err := inst.p.CallWithContext(gctx, export, pdkInput)
+			rc, out, err := inst.call(gctx, export, pdkInput)
 			done <- callResult{rc, out, err}
 		}()
 		select {
@@ -539,7 +547,7 @@ func (t *wasmTool) run(ctx context.Context, req *plugin.Request, export string, 
 		}
 	} else {
 		t.running.Add(1)
-		r.rc, r.out, r.err = inst.p.CallWithContext(gctx, export, pdkInput)
+		r.rc, r.out, r.err = inst.call(gctx, export, pdkInput)
 		t.running.Done()
 	}
 	defer t.retire(inst)

@@ -277,14 +277,21 @@ func (c *stdioConn) decode(line []byte) ([]jsonrpc.Message, error) {
 		return nil, nil
 	}
 	if line[0] != '[' {
-		m, err := jsonrpc.DecodeMessage(line)
-		if err != nil {
-			return nil, c.decodeError(line, err)
+		valid := json.Valid(line)
+		var m jsonrpc.Message
+		if valid {
+			m = decodeCommon(line)
 		}
-		if !json.Valid(line) {
-			// The decoder stops after the first value: a line holding
-			// two would lose the second without a word.
-			return nil, &rpcError{code: jsonrpc.CodeParseError, err: errors.New("parse error: a line must hold exactly one JSON value")}
+		if m == nil {
+			var err error
+			if m, err = jsonrpc.DecodeMessage(line); err != nil {
+				return nil, c.decodeError(line, err)
+			}
+			if !valid {
+				// The decoder stops after the first value: a line
+				// holding two would lose the second without a word.
+				return nil, &rpcError{code: jsonrpc.CodeParseError, err: errors.New("parse error: a line must hold exactly one JSON value")}
+			}
 		}
 		if r, ok := m.(*jsonrpc.Request); ok && r.IsCall() {
 			c.inflightMu.Lock()
@@ -310,7 +317,11 @@ func (c *stdioConn) decode(line []byte) ([]jsonrpc.Message, error) {
 	c.inflightMu.Lock()
 	defer c.inflightMu.Unlock()
 	for _, raw := range raws {
-		m, err := jsonrpc.DecodeMessage(raw)
+		m := decodeCommon(raw)
+		var err error
+		if m == nil {
+			m, err = jsonrpc.DecodeMessage(raw)
+		}
 		if err != nil {
 			// An element that is not a message is answered in the
 			// batch's array, as JSON-RPC says; the others are served.
