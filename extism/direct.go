@@ -9,6 +9,8 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/toolhost/toolhost/extism/internal/fuel"
 )
 
 // The direct call: how a call_tool call of a fast-I/O guest skips go-sdk's
@@ -72,9 +74,19 @@ func (directListener) Abort(context.Context, api.Module, api.FunctionDefinition,
 
 type capture struct{ main, kernel api.Module }
 
-// prepareDirect makes the instance's direct call for export, or explains
-// why there is none (the call then goes through go-sdk).
-func (inst *instance) prepareDirect(ctx context.Context, export string) error {
+// prepareDirect gives a pooled instance its direct call. An instance made
+// for a call that found the pool empty does without: preparing costs more
+// than the call saves.
+func (inst *instance) prepareDirect(ctx context.Context) {
+	ctx = fuel.WithMeter(context.WithValue(ctx, instKey{}, inst), fuel.NewMeter(fuel.DefaultBudget))
+	if err := inst.makeDirect(ctx, exportCallTool); err != nil {
+		inst.t.log.Debug("calls go through go-sdk", "reason", err)
+	}
+}
+
+// makeDirect makes the instance's direct call for export, or explains why
+// there is none (the call then goes through go-sdk).
+func (inst *instance) makeDirect(ctx context.Context, export string) error {
 	var c capture
 	if _, _, err := inst.p.CallWithContext(context.WithValue(ctx, captureKey{}, &c), fastIOExport, nil); err != nil {
 		return fmt.Errorf("calling %s: %w", fastIOExport, err)

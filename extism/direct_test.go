@@ -54,6 +54,7 @@ func callOnce(t *testing.T, wt *wasmTool, sp *plugin.Spec, stdin string, direct 
 		t.Fatal(err)
 	}
 	defer inst.close()
+	inst.prepareDirect(ctx)
 	if inst.direct == nil {
 		t.Fatal("the instance has no direct call")
 	}

@@ -152,14 +152,6 @@ func (t *wasmTool) newInstance(ctx context.Context, spec *plugin.Spec) (_ *insta
 			return nil, fmt.Errorf("guest initialisation (%s): %w%s", t.info.initName, err, inst.stderr.tail())
 		}
 	}
-	if t.direct() {
-		dctx, cancel := context.WithTimeout(ctx, t.limits.Timeout)
-		defer cancel()
-		dctx = fuel.WithMeter(context.WithValue(dctx, instKey{}, inst), fuel.NewMeter(fuel.DefaultBudget))
-		if err := inst.prepareDirect(dctx, exportCallTool); err != nil {
-			t.log.Debug("calls go through go-sdk", "reason", err)
-		}
-	}
 	inst.stdout.buf.Reset()
 	inst.stderr.reset()
 	return inst, nil

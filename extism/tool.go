@@ -216,6 +216,9 @@ func (t *wasmTool) refill() {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), t.limits.Timeout)
 			inst, err := t.newInstance(ctx, t.spec)
+			if err == nil && t.direct() {
+				inst.prepareDirect(ctx)
+			}
 			cancel()
 			if err != nil {
 				t.log.Warn("pre-instantiating", "error", err)

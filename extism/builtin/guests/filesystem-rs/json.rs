@@ -287,6 +287,21 @@ impl<'a> Parser<'a> {
 }
 
 /// Appends s as a JSON string.
+/// n in decimal, in the end of buf (core::fmt is a lot of code to bring
+/// into a cold call for a number).
+pub fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &str {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    std::str::from_utf8(&buf[i..]).unwrap_or("0")
+}
+
 pub fn push_string(out: &mut String, s: &str) {
     out.push('"');
     let mut start = 0;

@@ -21,7 +21,13 @@ mod list;
 mod mounts;
 mod read;
 
-use std::io::{Read, Write};
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::mem::ManuallyDrop;
+#[cfg(unix)] // the unit tests, built natively
+use std::os::unix::io::{FromRawFd, RawFd};
+#[cfg(target_os = "wasi")]
+use std::os::wasi::io::{FromRawFd, RawFd};
 
 use json::Value;
 use mounts::{err, Error, INVALID_REQUEST};
@@ -123,21 +129,22 @@ pub struct Reply {
     code: Option<&'static str>,
 }
 
-/// From this size a text travels after the JSON line on the fast path, as
-/// raw bytes the JSON refers to ("textRef"), instead of escaped.
-const RAW_TEXT_MIN: usize = 4 << 10;
-
 impl Reply {
     pub fn text(text: String) -> Reply {
         Reply { text, code: None }
     }
 
+    /// The reply as call_tool's output. On the fast path the text travels
+    /// after the JSON line as raw bytes the JSON refers to ("textRef"):
+    /// neither escaped here nor unescaped by the host, whatever its size.
     fn encode(&self, fast: bool) -> Vec<u8> {
-        let raw = fast && self.text.len() >= RAW_TEXT_MIN;
+        let raw = fast;
         let mut out = String::with_capacity(64 + if raw { 0 } else { self.text.len() + self.text.len() / 8 });
         out.push_str("{\"content\":[{\"type\":\"text\",");
         if raw {
-            out.push_str(&format!("\"textRef\":[0,{}]}}]", self.text.len()));
+            out.push_str("\"textRef\":[0,");
+            out.push_str(json::decimal(self.text.len() as u64, &mut [0u8; 20]));
+            out.push_str("]}]");
         } else {
             out.push_str("\"text\":");
             json::push_string(&mut out, &self.text);
@@ -245,10 +252,35 @@ fn extism_config(key: &str) -> Option<String> {
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
+/// A standard stream as a file: read and written without the standard
+/// library's locks and buffers, and without setting them up first.
+fn stdio(fd: RawFd) -> ManuallyDrop<File> {
+    ManuallyDrop::new(unsafe { File::from_raw_fd(fd) })
+}
+
+/// All of stdin.
+fn read_stdin() -> io::Result<Vec<u8>> {
+    let mut f = stdio(0);
+    let mut b = vec![0u8; 4096];
+    let mut n = 0;
+    loop {
+        if n == b.len() {
+            b.resize(2 * n, 0);
+        }
+        match f.read(&mut b[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    b.truncate(n);
+    Ok(b)
+}
+
 fn input(fast: bool) -> Vec<u8> {
     if fast {
-        let mut b = Vec::new();
-        if std::io::stdin().lock().read_to_end(&mut b).is_ok() {
+        if let Ok(b) = read_stdin() {
             return b;
         }
     }
@@ -267,11 +299,8 @@ fn input(fast: bool) -> Vec<u8> {
 }
 
 fn output(fast: bool, b: &[u8]) {
-    if fast && !b.is_empty() {
-        let mut out = std::io::stdout().lock();
-        if out.write_all(b).and_then(|_| out.flush()).is_ok() {
-            return;
-        }
+    if fast && !b.is_empty() && stdio(1).write_all(b).is_ok() {
+        return;
     }
     unsafe { output_set(to_extism(b), b.len() as u64) };
 }

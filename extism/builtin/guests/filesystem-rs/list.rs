@@ -3,14 +3,15 @@
 //! glob.
 
 use std::ffi::OsStr;
-use std::fs::{self, FileType, Metadata};
+use std::fs::{self, FileType};
+use std::io;
 #[cfg(unix)] // the unit tests, built natively
 use std::os::unix::ffi::OsStrExt;
 #[cfg(target_os = "wasi")]
 use std::os::wasi::ffi::OsStrExt;
-use std::time::UNIX_EPOCH;
 
 use crate::glob::Glob;
+use crate::json::decimal;
 use crate::mounts::{self, err, Error, FAILED, INVALID_REQUEST};
 use crate::{config, Args, Reply};
 
@@ -48,14 +49,15 @@ pub fn list(args: &Args) -> Result<Reply, Error> {
     let max_entries = config_int("max_entries", DEFAULT_MAX_ENTRIES)?;
     let ms = mounts::Set::discover();
     let p = ms.resolve(&path)?;
-    let meta = fs::symlink_metadata(&p.abs).map_err(|e| mounts::from_io(&p.display, &e))?;
-    if !meta.is_dir() {
+    let st = lstat(&ms, p.abs.as_bytes()).map_err(|e| mounts::from_io(&p.display, &e))?;
+    if st.kind != Kind::Dir {
         let mut out = Vec::new();
-        push_entry(&mut out, ms.display(&p.abs).as_bytes(), p.abs.as_bytes(), &meta);
-        return Ok(Reply::text(String::from_utf8_lossy(&out).into_owned()));
+        push_entry(&mut out, ms.shown(p.abs.as_bytes()), p.abs.as_bytes(), &st);
+        return Ok(Reply::text(utf8(out)));
     }
     let mut l = Lister { ms: &ms, glob: glob.as_ref(), max: max_entries, n: 0, stopped: false, out: Vec::with_capacity(4096) };
-    l.walk(p.abs.as_bytes(), b"", depth).map_err(|e| mounts::from_io(&p.display, &e))?;
+    let (mut abs, mut rel) = (p.abs.clone().into_bytes(), Vec::new());
+    l.walk(&mut abs, &mut rel, depth).map_err(|e| mounts::from_io(&p.display, &e))?;
     let mut out = l.out;
     if l.stopped {
         out.extend_from_slice(format!("[listing stopped at {} entries; narrow it with a smaller depth or a glob]", max_entries).as_bytes());
@@ -67,7 +69,13 @@ pub fn list(args: &Args) -> Result<Reply, Error> {
     if out.last() == Some(&b'\n') {
         out.pop();
     }
-    Ok(Reply::text(String::from_utf8_lossy(&out).into_owned()))
+    Ok(Reply::text(utf8(out)))
+}
+
+/// out as a String: it is UTF-8 (names that are not are quoted), so this
+/// does not copy it.
+fn utf8(out: Vec<u8>) -> String {
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 struct Lister<'a> {
@@ -82,53 +90,133 @@ struct Lister<'a> {
 impl<'a> Lister<'a> {
     /// Lists dir (at rel below the listed directory), then the directories
     /// in it while depth allows. Names are bytes: a file name need not be
-    /// UTF-8.
-    fn walk(&mut self, dir: &[u8], rel: &[u8], depth: i64) -> std::io::Result<()> {
+    /// UTF-8. dir and rel grow by each entry's name in turn and are given
+    /// back as they came.
+    fn walk(&mut self, dir: &mut Vec<u8>, rel: &mut Vec<u8>, depth: i64) -> io::Result<()> {
         let mut entries: Vec<(Vec<u8>, FileType)> = Vec::new();
         for e in fs::read_dir(OsStr::from_bytes(dir))? {
             let e = e?;
             entries.push((e.file_name().as_bytes().to_vec(), e.file_type()?));
         }
         entries.sort_by(|a, b| a.0.cmp(&b.0));
+        let (dir_len, rel_len) = (dir.len(), rel.len());
         for (name, kind) in entries {
             if self.stopped {
-                return Ok(());
+                break;
             }
-            let abs = join(dir, &name);
-            let r = join(rel, &name);
-            if self.glob.map_or(true, |g| g.matches(&String::from_utf8_lossy(&r))) {
-                if self.n == self.max {
-                    self.stopped = true;
-                    return Ok(());
-                }
-                let shown = self.ms.display_bytes(&abs);
-                match fs::symlink_metadata(OsStr::from_bytes(&abs)) {
-                    Ok(meta) => push_entry(&mut self.out, &shown, &abs, &meta),
-                    Err(_) => push_unknown(&mut self.out, &shown, kind),
-                }
-                self.n += 1;
-            }
-            if kind.is_dir() && depth > 1 && name != b".git" {
-                if let Err(e) = self.walk(&abs, &r, depth - 1) {
-                    let shown = String::from_utf8_lossy(&self.ms.display_bytes(&abs)).into_owned();
-                    let msg = mounts::from_io(&shown, &e).msg;
-                    self.out.extend_from_slice(format!("error {}: {}\n", shown, msg).as_bytes());
-                }
-            }
+            join(dir, &name);
+            join(rel, &name);
+            self.entry(dir, rel, &name, kind, depth);
+            dir.truncate(dir_len);
+            rel.truncate(rel_len);
         }
         Ok(())
     }
+
+    /// Lists one entry (at abs, rel below the listed directory), and what
+    /// is under it while depth allows.
+    fn entry(&mut self, abs: &mut Vec<u8>, rel: &mut Vec<u8>, name: &[u8], kind: FileType, depth: i64) {
+        if self.glob.map_or(true, |g| g.matches(&String::from_utf8_lossy(rel))) {
+            if self.n == self.max {
+                self.stopped = true;
+                return;
+            }
+            let shown = self.ms.shown(abs);
+            match lstat(self.ms, abs) {
+                Ok(st) => push_entry(&mut self.out, shown, abs, &st),
+                Err(_) => push_unknown(&mut self.out, shown, kind),
+            }
+            self.n += 1;
+        }
+        if kind.is_dir() && depth > 1 && name != b".git" {
+            if let Err(e) = self.walk(abs, rel, depth - 1) {
+                let shown = String::from_utf8_lossy(self.ms.shown(abs)).into_owned();
+                let msg = mounts::from_io(&shown, &e).msg;
+                self.out.extend_from_slice(format!("error {}: {}\n", shown, msg).as_bytes());
+            }
+        }
+    }
 }
 
-/// Joins a directory and an entry's name ("" is the listed directory).
-fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
-    let mut p = Vec::with_capacity(dir.len() + 1 + name.len());
-    p.extend_from_slice(dir);
+/// Appends an entry's name to a directory path ("" is the listed
+/// directory).
+fn join(dir: &mut Vec<u8>, name: &[u8]) {
     if !dir.is_empty() && !dir.ends_with(b"/") {
-        p.push(b'/');
+        dir.push(b'/');
     }
-    p.extend_from_slice(name);
-    p
+    dir.extend_from_slice(name);
+}
+
+/// What a listing shows of an entry.
+struct Stat {
+    kind: Kind,
+    size: u64,
+    /// Modification time, seconds since the Unix epoch.
+    mtime: i64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Dir,
+    File,
+    Link,
+    Other,
+}
+
+#[cfg(target_os = "wasi")]
+#[link(wasm_import_module = "wasi_snapshot_preview1")]
+extern "C" {
+    fn path_filestat_get(fd: i32, flags: i32, path: *const u8, path_len: usize, buf: *mut u64) -> i32;
+}
+
+/// Examines abs without following a final symbolic link: the WASI call the
+/// standard library's symlink_metadata makes, on the preopen it would pick,
+/// without its search of the preopens by name and its copies of the path.
+#[cfg(target_os = "wasi")]
+fn lstat(ms: &mounts::Set, abs: &[u8]) -> io::Result<Stat> {
+    const DIRECTORY: u64 = 3;
+    const REGULAR_FILE: u64 = 4;
+    const SYMBOLIC_LINK: u64 = 7;
+    let (fd, rel) = match ms.preopen(abs) {
+        Some(p) => p,
+        None => return fs::symlink_metadata(OsStr::from_bytes(abs)).map(|m| Stat::of(&m)),
+    };
+    // filestat: dev, ino, filetype (u8, padded), nlink, size, atim, mtim, ctim.
+    let mut st = [0u64; 8];
+    let errno = unsafe { path_filestat_get(fd, 0, rel.as_ptr(), rel.len(), st.as_mut_ptr()) };
+    if errno != 0 {
+        return Err(io::Error::from_raw_os_error(errno));
+    }
+    let kind = match st[2] & 0xff {
+        DIRECTORY => Kind::Dir,
+        REGULAR_FILE => Kind::File,
+        SYMBOLIC_LINK => Kind::Link,
+        _ => Kind::Other,
+    };
+    Ok(Stat { kind, size: st[4], mtime: (st[6] / 1_000_000_000) as i64 })
+}
+
+/// lstat for the unit tests, built natively.
+#[cfg(not(target_os = "wasi"))]
+fn lstat(_: &mounts::Set, abs: &[u8]) -> io::Result<Stat> {
+    fs::symlink_metadata(OsStr::from_bytes(abs)).map(|m| Stat::of(&m))
+}
+
+impl Stat {
+    fn of(m: &fs::Metadata) -> Stat {
+        let ft = m.file_type();
+        let kind = if ft.is_dir() {
+            Kind::Dir
+        } else if ft.is_symlink() {
+            Kind::Link
+        } else if ft.is_file() {
+            Kind::File
+        } else {
+            Kind::Other
+        };
+        let mtime = m.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map_or(0, |d| d.as_secs() as i64);
+        Stat { kind, size: m.len(), mtime }
+    }
 }
 
 /// shown as it can be printed: as it is when it is UTF-8, else quoted the
@@ -165,30 +253,58 @@ fn inner(quoted: &str) -> &str {
     &quoted[1..quoted.len() - 1]
 }
 
-/// Appends one listing line: type, size, mtime (UTC), path.
-fn push_entry(out: &mut Vec<u8>, shown: &[u8], abs: &[u8], meta: &Metadata) {
-    let (mut name, ok) = display_name(shown);
-    let ft = meta.file_type();
-    let (kind, size) = if ft.is_dir() {
-        name.push('/');
-        ("dir", "-".to_string())
-    } else if ft.is_symlink() {
-        if let Ok(t) = fs::read_link(OsStr::from_bytes(abs)) {
-            name.push_str(" -> ");
-            name.push_str(&String::from_utf8_lossy(t.as_os_str().as_bytes()));
-        }
-        ("link", meta.len().to_string())
-    } else if ft.is_file() {
-        ("file", meta.len().to_string())
-    } else {
-        ("other", meta.len().to_string())
+/// Appends one listing line: type, size, mtime (UTC), path, as
+/// "{:<4} {:>10}  {}  {}" would write them.
+fn push_entry(out: &mut Vec<u8>, shown: &[u8], abs: &[u8], st: &Stat) {
+    let kind: &[u8] = match st.kind {
+        Kind::Dir => b"dir ",
+        Kind::File => b"file",
+        Kind::Link => b"link",
+        Kind::Other => b"other",
     };
-    if !ok {
-        name.push_str(NOT_UTF8);
+    out.extend_from_slice(kind);
+    out.push(b' ');
+    let mut digits = [0u8; 20];
+    let size: &[u8] = if st.kind == Kind::Dir { b"-" } else { decimal(st.size, &mut digits).as_bytes() };
+    out.resize(out.len() + 10usize.saturating_sub(size.len()), b' ');
+    out.extend_from_slice(size);
+    out.extend_from_slice(b"  ");
+    push_date(out, st.mtime);
+    out.extend_from_slice(b"  ");
+    let ok = push_display_name(out, shown);
+    match st.kind {
+        Kind::Dir => out.push(b'/'),
+        Kind::Link => {
+            if let Ok(t) = fs::read_link(OsStr::from_bytes(abs)) {
+                out.extend_from_slice(b" -> ");
+                out.extend_from_slice(String::from_utf8_lossy(t.as_os_str().as_bytes()).as_bytes());
+            }
+        }
+        _ => {}
     }
-    let mtime = meta.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_secs() as i64);
-    let line = format!("{:<4} {:>10}  {}  {}\n", kind, size, date_time(mtime), name);
-    out.extend_from_slice(line.as_bytes());
+    if !ok {
+        out.extend_from_slice(NOT_UTF8.as_bytes());
+    }
+    out.push(b'\n');
+}
+
+/// Appends shown as display_name gives it and reports whether it was
+/// UTF-8.
+fn push_display_name(out: &mut Vec<u8>, shown: &[u8]) -> bool {
+    if std::str::from_utf8(shown).is_ok() {
+        out.extend_from_slice(shown);
+        return true;
+    }
+    out.extend_from_slice(display_name(shown).0.as_bytes());
+    false
+}
+
+/// Appends n in decimal with at least width digits.
+fn push_padded(out: &mut Vec<u8>, n: u64, width: usize) {
+    let mut digits = [0u8; 20];
+    let d = decimal(n, &mut digits).as_bytes();
+    out.resize(out.len() + width.saturating_sub(d.len()), b'0');
+    out.extend_from_slice(d);
 }
 
 /// Appends the line of an entry that cannot be examined (gone since the
@@ -211,13 +327,27 @@ fn push_unknown(out: &mut Vec<u8>, shown: &[u8], ft: FileType) {
     out.extend_from_slice(format!("{:<4} {:>10}  {:>19}  {}\n", kind, "?", "?", name).as_bytes());
 }
 
-/// secs since the Unix epoch as "2006-01-02 15:04:05" (UTC).
-fn date_time(secs: i64) -> String {
+/// Appends secs since the Unix epoch as "2006-01-02 15:04:05" (UTC).
+fn push_date(out: &mut Vec<u8>, secs: i64) {
     let days = secs.div_euclid(86400);
-    let rem = secs.rem_euclid(86400);
+    let rem = secs.rem_euclid(86400) as u64;
     let (y, m, d) = civil(days);
-    let year = if y < 0 { format!("-{:04}", -y) } else { format!("{:04}", y) };
-    format!("{}-{:02}-{:02} {:02}:{:02}:{:02}", year, m, d, rem / 3600, rem % 3600 / 60, rem % 60)
+    if y < 0 {
+        out.push(b'-');
+    }
+    push_padded(out, y.unsigned_abs(), 4);
+    for (sep, n) in [(b'-', m as u64), (b'-', d as u64), (b' ', rem / 3600), (b':', rem % 3600 / 60), (b':', rem % 60)] {
+        out.push(sep);
+        push_padded(out, n, 2);
+    }
+}
+
+/// push_date's text.
+#[cfg(test)]
+fn date_time(secs: i64) -> String {
+    let mut out = Vec::new();
+    push_date(&mut out, secs);
+    String::from_utf8(out).unwrap()
 }
 
 /// The proleptic Gregorian date of a day number (days since 1970-01-01).
@@ -256,6 +386,8 @@ mod tests {
         assert_eq!(date_time(1_709_296_496), "2024-03-01 12:34:56");
         assert_eq!(date_time(951_782_400), "2000-02-29 00:00:00");
         assert_eq!(date_time(-1), "1969-12-31 23:59:59");
+        assert_eq!(date_time(-62_198_755_200), "-0001-01-01 00:00:00");
+        assert_eq!(date_time(253_402_300_800), "10000-01-01 00:00:00");
     }
 
     #[test]
@@ -263,8 +395,10 @@ mod tests {
         assert_eq!(display_name(b"ok/\xc3\xa9"), ("ok/é".to_string(), true));
         assert_eq!(display_name(b"bad\xffname.txt"), ("bad\\xffname.txt".to_string(), false));
         assert_eq!(display_name(b"q\"\xfe"), ("q\\\"\\xfe".to_string(), false));
-        assert_eq!(join(b"", b"a"), b"a");
-        assert_eq!(join(b"/w", b"a"), b"/w/a");
-        assert_eq!(join(b"/", b"a"), b"/a");
+        for (dir, name, want) in [(&b""[..], &b"a"[..], &b"a"[..]), (b"/w", b"a", b"/w/a"), (b"/", b"a", b"/a")] {
+            let mut p = dir.to_vec();
+            join(&mut p, name);
+            assert_eq!(p, want);
+        }
     }
 }

@@ -35,6 +35,8 @@ extern "C" {
 /// the first is the workspace that relative paths start from.
 pub struct Set {
     paths: Vec<String>,
+    /// The preopened descriptor of each path.
+    fds: Vec<i32>,
 }
 
 /// A resolved path.
@@ -51,7 +53,7 @@ impl Set {
     /// Reads the WASI preopens. The per-call /tmp is not a mount the tools
     /// offer and is left out.
     pub fn discover() -> Set {
-        let mut paths = Vec::new();
+        let (mut paths, mut fds) = (Vec::new(), Vec::new());
         for fd in 3..64 {
             let mut pre = [0u32; 2]; // tag (u8, padded), name length
             if unsafe { fd_prestat_get(fd, pre.as_mut_ptr()) } != 0 {
@@ -71,9 +73,10 @@ impl Set {
             let p = clean(&format!("/{}", String::from_utf8_lossy(&buf)));
             if p != "/tmp" && p != "/" {
                 paths.push(p);
+                fds.push(fd);
             }
         }
-        Set { paths }
+        Set { paths, fds }
     }
 
     /// Resolves p: relative to the workspace, or absolute inside a mount.
@@ -111,12 +114,43 @@ impl Set {
     /// display for a path that need not be UTF-8 (a file name can be any
     /// bytes).
     pub fn display_bytes(&self, abs: &[u8]) -> Vec<u8> {
+        self.shown(abs).to_vec()
+    }
+
+    /// display_bytes without the copy.
+    pub fn shown<'b>(&self, abs: &'b [u8]) -> &'b [u8] {
         match self.paths.first() {
-            Some(ws) if abs == ws.as_bytes() => b".".to_vec(),
-            Some(ws) if abs.len() > ws.len() && abs.starts_with(ws.as_bytes()) && abs[ws.len()] == b'/' => abs[ws.len() + 1..].to_vec(),
-            _ => abs.to_vec(),
+            Some(ws) if abs == ws.as_bytes() => b".",
+            Some(ws) if under(ws.as_bytes(), abs) => &abs[ws.len() + 1..],
+            _ => abs,
         }
     }
+
+    /// The preopened directory abs lies in (the innermost mount holding
+    /// it) and abs relative to it: where a WASI call on abs starts, as the
+    /// standard library would find it.
+    pub fn preopen<'b>(&self, abs: &'b [u8]) -> Option<(i32, &'b [u8])> {
+        let mut best: Option<(usize, i32, &'b [u8])> = None;
+        for (p, &fd) in self.paths.iter().zip(&self.fds) {
+            let p = p.as_bytes();
+            let rel: &'b [u8] = if abs == p {
+                b"."
+            } else if under(p, abs) {
+                &abs[p.len() + 1..]
+            } else {
+                continue;
+            };
+            if best.map_or(true, |(n, _, _)| p.len() > n) {
+                best = Some((p.len(), fd, rel));
+            }
+        }
+        best.map(|(_, fd, rel)| (fd, rel))
+    }
+}
+
+/// Whether p lies strictly below the directory dir.
+fn under(dir: &[u8], p: &[u8]) -> bool {
+    p.len() > dir.len() && p.starts_with(dir) && p[dir.len()] == b'/'
 }
 
 /// Validates one string as a path argument: UTF-8, no NUL, not over-long.
@@ -279,7 +313,7 @@ mod tests {
 
     #[test]
     fn resolves() {
-        let s = Set { paths: vec!["/workspace".into(), "/data".into()] };
+        let s = Set { paths: vec!["/workspace".into(), "/data".into(), "/workspace/sub".into()], fds: vec![3, 4, 5] };
         assert_eq!(s.resolve("a/b").unwrap().abs, "/workspace/a/b");
         assert_eq!(s.resolve("").unwrap().display, ".");
         assert_eq!(s.resolve("/data/x").unwrap().display, "/data/x");
@@ -288,6 +322,12 @@ mod tests {
         assert_eq!(s.resolve("a\0b").unwrap_err().code, INVALID_REQUEST);
         assert_eq!(quote("a\"\n\u{200b}é"), "\"a\\\"\\n\\u200bé\"");
         assert_eq!(parse_size(" 64KiB").unwrap(), 65536);
+        assert_eq!(s.preopen(b"/workspace"), Some((3, &b"."[..])));
+        assert_eq!(s.preopen(b"/workspace/a/b"), Some((3, &b"a/b"[..])));
+        assert_eq!(s.preopen(b"/workspace/sub/c"), Some((5, &b"c"[..])));
+        assert_eq!(s.preopen(b"/workspacex"), None);
+        assert_eq!(s.shown(b"/workspace/a"), b"a");
+        assert_eq!(s.shown(b"/data/x"), b"/data/x");
         assert!(parse_size("nine KiB").is_err());
     }
 }
