@@ -103,10 +103,10 @@ func newTool(a *Adapter, spec *plugin.Spec, m mode, info *moduleInfo, code []byt
 	return t
 }
 
-// guestName is the tool's name inside a list_tools plugin.
 // direct reports whether the tool's calls use the direct call (direct.go).
 func (t *wasmTool) direct() bool { return t.fastIO && t.mode == modeTools }
 
+// guestName is the tool's name inside a list_tools plugin.
 func (t *wasmTool) guestName() string { return guestToolName(t.spec) }
 
 // guestToolName is the name inside its plugin of the tool spec describes:

@@ -25,9 +25,10 @@ const MaxStdioMessage = sdk.DefaultMaxLineLength
 // JSON-RPC (with JSON-RPC batches), like the SDK's IOTransport, built for a
 // call's latency rather than generality.
 //
-//   - Each message is decoded once, on the goroutine that asks for it. The
-//     SDK's transport decodes it on a goroutine of its own, hands it over,
-//     and decodes it twice more (once as a batch). When the input can be
+//   - Each message is decoded once, on the goroutine that asks for it, and
+//     one of the common shape without the SDK's decoder (decodeCommon,
+//     wire.go). The SDK's transport decodes it on a goroutine of its own,
+//     hands it over, and decodes it twice more (once as a batch). When the input can be
 //     interrupted (SetReadDeadline: a pipe or socket made non-blocking),
 //     reading is done on the session's own goroutine, which then runs the
 //     handler on the same thread, with no hand-off between threads; on an
