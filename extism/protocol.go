@@ -72,9 +72,51 @@ func splitFast(out []byte) (head, tail []byte) {
 	return out[:i], out[i+1:]
 }
 
+// rawTextHead is the start of the fast path's most common output, one text
+// item sent raw from its first byte (the built-in Rust module's every
+// answer): {"content":[{"type":"text","textRef":[0,N]}]}.
+const rawTextHead = `{"content":[{"type":"text","textRef":[0,`
+
+// decodeRawText decodes out if it is exactly rawTextHead, N, and "]}]}",
+// and the raw bytes are N; otherwise it returns nil and the output is
+// decoded in general (to the same result, with encoding/json's reflection).
+func decodeRawText(out, tail []byte) *plugin.Result {
+	n, ok := bytes.CutPrefix(out, []byte(rawTextHead))
+	if !ok {
+		return nil
+	}
+	n, ok = bytes.CutSuffix(n, []byte("]}]}"))
+	if !ok || len(n) == 0 || len(n) > 10 || (n[0] == '0' && len(n) > 1) {
+		return nil
+	}
+	size := 0
+	for _, c := range n {
+		if c < '0' || c > '9' {
+			return nil
+		}
+		size = size*10 + int(c-'0')
+	}
+	if size != len(tail) {
+		return nil
+	}
+	text := string(tail)
+	if !utf8.ValidString(text) {
+		text = strings.ToValidUTF8(text, "\uFFFD")
+	}
+	return &plugin.Result{Content: []plugin.Content{{Type: "text", Text: text}}}
+}
+
 // decodeCallToolOutput turns guest output into a Result, or explains what is
 // wrong with it. tail holds the raw bytes that textRef items point into.
 func decodeCallToolOutput(out, tail []byte) (*plugin.Result, error) {
+	if res := decodeRawText(out, tail); res != nil {
+		return res, nil
+	}
+	return decodeCallToolJSON(out, tail)
+}
+
+// decodeCallToolJSON is decodeCallToolOutput for any output.
+func decodeCallToolJSON(out, tail []byte) (*plugin.Result, error) {
 	var w callToolOutput
 	if err := json.Unmarshal(out, &w); err != nil {
 		return nil, fmt.Errorf("call_tool output is not a JSON CallToolResult: %v", err)

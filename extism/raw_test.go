@@ -2,6 +2,7 @@ package extism
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -119,6 +120,31 @@ func TestFastOutput(t *testing.T) {
 				t.Fatal("accepted")
 			}
 		})
+	}
+	// The common shape's shortcut decodes as the general decoder does, and
+	// takes nothing else.
+	const ref = "{\"content\":[{\"type\":\"text\",\"textRef\":[0,"
+	for _, tc := range []struct {
+		out  string
+		take bool
+	}{
+		{ref + "3]}]}\nabc", true},
+		{ref + "0]}]}\n", true},
+		{ref + "4]}]}\na\xffbc", true},
+		{ref + "2]}]}\nabc", false},  // a reference to part of the bytes
+		{ref + "03]}]}\nabc", false}, // not JSON
+		{ref + "+3]}]}\nabc", false}, // not JSON
+		{ref + "3]}],\"isError\":true}\nabc", false},
+	} {
+		head, tail := splitFast([]byte(tc.out))
+		got := decodeRawText(head, tail)
+		if (got != nil) != tc.take {
+			t.Errorf("%q: shortcut taken %v, want %v", tc.out, got != nil, tc.take)
+			continue
+		}
+		if want, err := decodeCallToolJSON(head, tail); got != nil && (err != nil || !reflect.DeepEqual(got, want)) {
+			t.Errorf("%q: shortcut %+v, general %+v, %v", tc.out, got, want, err)
+		}
 	}
 	t.Run("invalid UTF-8 in raw text", func(t *testing.T) {
 		head, tail := splitFast([]byte("{\"content\":[{\"type\":\"text\",\"textRef\":[0,3]}]}\na\xffb"))
