@@ -137,7 +137,7 @@ func (d *directCall) call(ctx context.Context) (uint32, []byte, error) {
 		return rc, nil, err
 	}
 	var guestErr error
-	if msg := d.kernelString(ctx, d.errGet, "length"); msg != "" {
+	if msg := d.guestError(ctx); msg != "" {
 		guestErr = errors.New(msg)
 	}
 	out, err := d.output(ctx)
@@ -147,14 +147,13 @@ func (d *directCall) call(ctx context.Context) (uint32, []byte, error) {
 	return rc, out, guestErr
 }
 
-// kernelString reads the kernel block whose offset at returns (0: none),
-// its length given by the kernel function length.
-func (d *directCall) kernelString(ctx context.Context, at api.Function, length string) string {
-	off, err := at.Call(ctx)
+// guestError is the error the guest set through Extism, or "".
+func (d *directCall) guestError(ctx context.Context) string {
+	off, err := d.errGet.Call(ctx)
 	if err != nil || off[0] == 0 {
 		return ""
 	}
-	n, err := d.kernel.ExportedFunction(length).Call(ctx, off[0])
+	n, err := d.kernel.ExportedFunction("length").Call(ctx, off[0])
 	if err != nil {
 		return ""
 	}
