@@ -99,11 +99,16 @@ func decodeRawText(out, tail []byte) *plugin.Result {
 	if size != len(tail) {
 		return nil
 	}
-	text := string(tail)
-	if !utf8.ValidString(text) {
-		text = strings.ToValidUTF8(text, "\uFFFD")
+	return &plugin.Result{Content: []plugin.Content{{Type: "text", Text: rawText(tail)}}}
+}
+
+// rawText is raw bytes a textRef refers to as text: invalid UTF-8 becomes
+// U+FFFD.
+func rawText(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
 	}
-	return &plugin.Result{Content: []plugin.Content{{Type: "text", Text: text}}}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
 }
 
 // decodeCallToolOutput turns guest output into a Result, or explains what is
@@ -142,12 +147,7 @@ func decodeCallToolJSON(out, tail []byte) (*plugin.Result, error) {
 				if r[0] < 0 || r[1] < 0 || r[0]+r[1] > int64(len(tail)) {
 					return nil, fmt.Errorf("call_tool output: content[%d].textRef %v is outside the %d raw bytes", i, *r, len(tail))
 				}
-				b := tail[r[0] : r[0]+r[1]]
-				if utf8.Valid(b) {
-					pc.Text = string(b)
-				} else {
-					pc.Text = strings.ToValidUTF8(string(b), "\uFFFD")
-				}
+				pc.Text = rawText(tail[r[0] : r[0]+r[1]])
 			}
 		case "image", "audio":
 			b, err := base64.StdEncoding.DecodeString(c.Data)

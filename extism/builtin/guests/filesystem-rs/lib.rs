@@ -223,33 +223,37 @@ impl<'a> Args<'a> {
 /// guest contract has it, but go-sdk makes each input_length call build
 /// fresh call state in its kernel.
 fn fast_io() -> bool {
-    const KEY: &str = "toolhost.fast_io";
-    const ENOENT: i32 = -44;
-    let mut v = [0u8; 8];
-    let n = unsafe { toolhost_config_get(KEY.as_ptr(), KEY.len() as u32, v.as_mut_ptr(), v.len() as u32) };
-    if n >= 0 || n == ENOENT {
-        return n == 5 && &v[..5] == b"stdio";
+    match toolhost_config("toolhost.fast_io") {
+        Ok(v) => v.as_deref() == Some("stdio"),
+        Err(NotToolhost) => unsafe { input_length() == 0 },
     }
-    unsafe { input_length() == 0 }
 }
 
 /// The value of an Extism config key of this plugin: through
 /// toolhost_config_get (one host call), or Extism's config_get on other
 /// hosts.
 pub fn config(key: &str) -> Option<String> {
+    toolhost_config(key).unwrap_or_else(|NotToolhost| extism_config(key))
+}
+
+/// toolhost_config_get answered that the host is not toolhost.
+struct NotToolhost;
+
+/// The value of a config key through toolhost_config_get.
+fn toolhost_config(key: &str) -> Result<Option<String>, NotToolhost> {
     const ENOENT: i32 = -44;
     let mut out = vec![0u8; 128];
     loop {
         let n = unsafe { toolhost_config_get(key.as_ptr(), key.len() as u32, out.as_mut_ptr(), out.len() as u32) };
         if n == ENOENT {
-            return None;
+            return Ok(None);
         }
         if n < 0 {
-            return extism_config(key);
+            return Err(NotToolhost);
         }
         if n as usize <= out.len() {
             out.truncate(n as usize);
-            return Some(String::from_utf8_lossy(&out).into_owned());
+            return Ok(Some(String::from_utf8_lossy(&out).into_owned()));
         }
         out = vec![0u8; n as usize];
     }

@@ -108,16 +108,11 @@ impl Set {
     /// abs as a model should see it: relative to the workspace when inside
     /// it ("." for the workspace itself), else absolute.
     pub fn display(&self, abs: &str) -> String {
-        String::from_utf8(self.display_bytes(abs.as_bytes())).unwrap_or_default()
+        String::from_utf8(self.shown(abs.as_bytes()).to_vec()).unwrap_or_default()
     }
 
     /// display for a path that need not be UTF-8 (a file name can be any
-    /// bytes).
-    pub fn display_bytes(&self, abs: &[u8]) -> Vec<u8> {
-        self.shown(abs).to_vec()
-    }
-
-    /// display_bytes without the copy.
+    /// bytes), as a part of abs.
     pub fn shown<'b>(&self, abs: &'b [u8]) -> &'b [u8] {
         match self.paths.first() {
             Some(ws) if abs == ws.as_bytes() => b".",
