@@ -29,14 +29,20 @@ import (
 // before any sandbox or pipeline. A fourth, jsonrpc-floor
 // (testdata/jsonrpcfloor), serves the same tools with no MCP library at
 // all: what the client, the pipes and waking the server cost.
+// Listing is measured twice: names and types (the reference's
+// list_directory, toolhost's filesystem.list), and with sizes (the
+// reference's list_directory_with_sizes, filesystem.list with details,
+// which adds modification times; the floors offer no such tool).
 // Each sub-benchmark reports the median and 99th percentile of tools/call
 // round trips, made back to back, and "paced" (25ms apart, as an agent's
 // calls are, which lets the wasm tier pre-instantiate the next instance):
 //
 //	go test ./mcp -run '^$' -bench Filesystem -benchtime 3000x
 //
-// The host is built from ./cmd/host, or taken from $TOOLHOST_BENCH_HOST,
-// and runs the repository's config.hcl with its workspace pointed at a
+// The host is built from ./cmd/host, or taken from $TOOLHOST_BENCH_HOST
+// (and a floor from its testdata, or $TOOLHOST_BENCH_SDKFLOOR,
+// $TOOLHOST_BENCH_JSONRPCFLOOR: a wrapper that traces or profiles it), and
+// runs the repository's config.hcl with its workspace pointed at a
 // temporary directory holding a 4 KiB file and a directory of 20 entries.
 // toolhost's side uses whatever config.hcl offers as filesystem.read and
 // filesystem.list; without them it is skipped.
@@ -71,9 +77,13 @@ func hostBinary(b *testing.B) string {
 	return hostBin
 }
 
-// testdataBinary builds the command ./testdata/name.
+// testdataBinary builds the command ./testdata/name, or returns
+// $TOOLHOST_BENCH_NAME (the name in upper case).
 func testdataBinary(b *testing.B, name string) string {
 	b.Helper()
+	if p := os.Getenv("TOOLHOST_BENCH_" + strings.ToUpper(name)); p != "" {
+		return p
+	}
 	bin := filepath.Join(b.TempDir(), name)
 	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/"+name).CombinedOutput(); err != nil {
 		b.Fatalf("go build ./testdata/%s: %v\n%s", name, err, out)
@@ -125,9 +135,9 @@ func benchWorkspace(b *testing.B) (configFile, workspace string) {
 
 // benchPeer is one MCP server under measurement.
 type benchPeer struct {
-	name       string
-	cmd        *exec.Cmd
-	read, list *sdk.CallToolParams
+	name              string
+	cmd               *exec.Cmd
+	read, list, sizes *sdk.CallToolParams // sizes: nil where not offered
 }
 
 func BenchmarkFilesystem(b *testing.B) {
@@ -141,11 +151,13 @@ func BenchmarkFilesystem(b *testing.B) {
 	hostCmd.Stderr = &hostErr
 	peers := []benchPeer{
 		{name: "toolhost", cmd: hostCmd,
-			read: &sdk.CallToolParams{Name: "filesystem_read", Arguments: map[string]any{"path": "file4k.txt"}},
-			list: &sdk.CallToolParams{Name: "filesystem_list", Arguments: map[string]any{"path": "dir"}}},
+			read:  &sdk.CallToolParams{Name: "filesystem_read", Arguments: map[string]any{"path": "file4k.txt"}},
+			list:  &sdk.CallToolParams{Name: "filesystem_list", Arguments: map[string]any{"path": "dir"}},
+			sizes: &sdk.CallToolParams{Name: "filesystem_list", Arguments: map[string]any{"path": "dir", "details": true}}},
 		{name: "reference", cmd: exec.Command("node", fsServer, ws),
-			read: &sdk.CallToolParams{Name: "read_text_file", Arguments: map[string]any{"path": filepath.Join(ws, "file4k.txt")}},
-			list: &sdk.CallToolParams{Name: "list_directory", Arguments: map[string]any{"path": filepath.Join(ws, "dir")}}},
+			read:  &sdk.CallToolParams{Name: "read_text_file", Arguments: map[string]any{"path": filepath.Join(ws, "file4k.txt")}},
+			list:  &sdk.CallToolParams{Name: "list_directory", Arguments: map[string]any{"path": filepath.Join(ws, "dir")}},
+			sizes: &sdk.CallToolParams{Name: "list_directory_with_sizes", Arguments: map[string]any{"path": filepath.Join(ws, "dir")}}},
 		{name: "sdk-floor", cmd: exec.Command(testdataBinary(b, "sdkfloor"), ws),
 			read: &sdk.CallToolParams{Name: "read_text_file", Arguments: map[string]any{"path": "file4k.txt"}},
 			list: &sdk.CallToolParams{Name: "list_directory", Arguments: map[string]any{"path": "dir"}}},
@@ -169,7 +181,10 @@ func BenchmarkFilesystem(b *testing.B) {
 		for _, op := range []struct {
 			name   string
 			params *sdk.CallToolParams
-		}{{"read4KiB", p.read}, {"listDir", p.list}} {
+		}{{"read4KiB", p.read}, {"listDir", p.list}, {"listDirSizes", p.sizes}} {
+			if op.params == nil {
+				continue
+			}
 			for _, gap := range []time.Duration{0, 25 * time.Millisecond} {
 				name := p.name + "/" + op.name
 				if gap > 0 {

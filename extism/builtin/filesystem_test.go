@@ -155,14 +155,24 @@ func TestFilesystemList(t *testing.T) {
 	probe := check{tool: "filesystem.list", args: `{"path":"src"}`, want: []string{"main.go"}}
 	cases := []check{
 		{name: "workspace", tool: "filesystem.list", args: `{"path":"."}`,
+			want:    []string{"\nfile hello.txt\n", "\ndir  src/\n", "\nlink link.txt -> hello.txt\n", "\ndir  unicode/"},
+			notWant: []string{"src/main.go", "2024-", "  12  "}},
+		{name: "workspace with details", tool: "filesystem.list", args: `{"path":".","details":true}`,
 			want:    []string{"file         12  ", "  hello.txt\n", "dir           -  ", "  src/\n", "link ", "link.txt -> hello.txt", "unicode/"},
 			notWant: []string{"src/main.go"}},
 		{name: "default path", tool: "filesystem.list", args: `{}`, want: []string{"hello.txt"}},
 		{name: "exact lines", tool: "filesystem.list", args: `{"path":"stamped"}`,
+			want: []string{"file stamped/a file.txt\ndir  stamped/sub/"}},
+		{name: "exact lines with details", tool: "filesystem.list", args: `{"path":"stamped","details":true}`,
 			want: []string{"file          5  2024-03-01 12:34:56  stamped/a file.txt\ndir           -  2024-03-01 12:34:56  stamped/sub/"}},
 		{name: "exact line of a file", tool: "filesystem.list", args: `{"path":"stamped/a file.txt"}`,
-			want: []string{"file          5  2024-03-01 12:34:56  stamped/a file.txt\n"}},
-		{name: "subdir shows workspace paths", tool: "filesystem.list", args: `{"path":"src"}`, want: []string{"  src/main.go", "  src/deep/\n"}},
+			want: []string{"file stamped/a file.txt"}},
+		{name: "exact line of a file with details", tool: "filesystem.list", args: `{"path":"stamped/a file.txt","details":true}`,
+			want: []string{"file          5  2024-03-01 12:34:56  stamped/a file.txt"}},
+		{name: "details false", tool: "filesystem.list", args: `{"path":"stamped","details":false}`,
+			want: []string{"file stamped/a file.txt\n"}, notWant: []string{"2024-"}},
+		{name: "details not a boolean", tool: "filesystem.list", args: `{"details":"yes"}`, code: plugin.CodeInvalidRequest},
+		{name: "subdir shows workspace paths", tool: "filesystem.list", args: `{"path":"src"}`, want: []string{"file src/main.go", "dir  src/deep/\n"}},
 		{name: "depth", tool: "filesystem.list", args: `{"path":"src","depth":3}`, want: []string{"src/deep/util.go"}},
 		{name: "glob", tool: "filesystem.list", args: `{"path":"src","depth":3,"glob":"*.go"}`, want: []string{"src/main.go", "src/deep/util.go"}, notWant: []string{"src/deep/\n"}},
 		{name: "glob no match", tool: "filesystem.list", args: `{"glob":"*.rs"}`, want: []string{`[no entries match "*.rs"]`}},
@@ -521,8 +531,8 @@ func TestListLargeDirectory(t *testing.T) {
 		t.Fatalf("%d lines; want %d", len(lines), n)
 	}
 	for i, l := range lines {
-		if want := fmt.Sprintf("  big/%s%04d", pad, i); !strings.HasSuffix(l, want) {
-			t.Fatalf("line %d: %q; want it to end %q", i, l, want)
+		if want := fmt.Sprintf("file big/%s%04d", pad, i); l != want {
+			t.Fatalf("line %d: %q; want %q", i, l, want)
 		}
 	}
 }

@@ -204,6 +204,15 @@ impl<'a> Args<'a> {
         }
     }
 
+    /// A boolean argument; absent or null is false.
+    pub fn bool(&self, key: &str, ty: &str) -> Result<bool, Error> {
+        match self.member(key, ty)? {
+            None | Some(Value::Null) => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(v) => Err(Self::invalid(format!("cannot unmarshal {} into Go struct field {}.{} of type bool", v.kind(), ty, key))),
+        }
+    }
+
     /// An integer argument; absent or null is 0.
     pub fn int(&self, key: &str, ty: &str) -> Result<i64, Error> {
         match self.member(key, ty)? {

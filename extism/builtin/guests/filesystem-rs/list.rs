@@ -1,6 +1,6 @@
-//! filesystem.list: the entries of a directory, one line each (type, size,
-//! modification time in UTC, path), optionally recursive and filtered by a
-//! glob.
+//! filesystem.list: the entries of a directory, one line each (type and
+//! path; with details, also size and modification time in UTC), optionally
+//! recursive and filtered by a glob.
 
 use std::ffi::OsStr;
 use std::fs::{self, FileType};
@@ -20,14 +20,15 @@ pub const SCHEMA: &str = r#"{
   "properties": {
     "path": {"type": "string", "description": "Directory to list, relative to the workspace or absolute inside a mounted directory. Default: the workspace."},
     "depth": {"type": "integer", "minimum": 1, "maximum": 20, "description": "How many levels to descend. Default 1 (the directory's own entries)."},
-    "glob": {"type": "string", "description": "Only show entries matching this glob (\"*.go\", \"docs/**/*.md\", \"*.{yml,yaml}\"); a pattern without / matches the file name."}
+    "glob": {"type": "string", "description": "Only show entries matching this glob (\"*.go\", \"docs/**/*.md\", \"*.{yml,yaml}\"); a pattern without / matches the file name."},
+    "details": {"type": "boolean", "description": "Also show each entry's size in bytes and modification time (UTC). Default false: type and path only."}
   },
   "additionalProperties": false
 }"#;
 
 pub const TITLE: &str = "List a directory";
 
-pub const DESCRIPTION: &str = "List the entries of a directory: type (dir, file, link), size in bytes, modification time (UTC) and path. \
+pub const DESCRIPTION: &str = "List the entries of a directory: type (dir, file, link) and path; with details, also size in bytes and modification time (UTC). \
 Optionally recursive (depth) and filtered by a glob.";
 
 const DEFAULT_MAX_ENTRIES: i64 = 1000;
@@ -35,10 +36,11 @@ const DEFAULT_MAX_ENTRIES: i64 = 1000;
 const NOT_UTF8: &str = "  (name is not valid UTF-8; it cannot be passed to a tool)";
 
 pub fn list(args: &Args) -> Result<Reply, Error> {
-    args.only(&["path", "depth", "glob"], "listIn")?;
+    args.only(&["path", "depth", "glob", "details"], "listIn")?;
     let path = args.string("path", "listIn")?;
     let mut depth = args.int("depth", "listIn")?;
     let glob_arg = args.string("glob", "listIn")?;
+    let details = args.bool("details", "listIn")?;
     if depth == 0 {
         depth = 1;
     }
@@ -52,10 +54,10 @@ pub fn list(args: &Args) -> Result<Reply, Error> {
     let st = lstat(&ms, p.abs.as_bytes()).map_err(|e| mounts::from_io(&p.display, &e))?;
     if st.kind != Kind::Dir {
         let mut out = Vec::new();
-        push_entry(&mut out, ms.shown(p.abs.as_bytes()), p.abs.as_bytes(), &st);
+        push_entry(&mut out, ms.shown(p.abs.as_bytes()), p.abs.as_bytes(), &st, details);
         return Ok(Reply::text(utf8(out)));
     }
-    let mut l = Lister { ms: &ms, glob: glob.as_ref(), max: max_entries, n: 0, stopped: false, out: Vec::with_capacity(4096) };
+    let mut l = Lister { ms: &ms, glob: glob.as_ref(), details, max: max_entries, n: 0, stopped: false, out: Vec::with_capacity(4096) };
     let (mut abs, mut rel) = (p.abs.clone().into_bytes(), Vec::new());
     l.walk(&mut abs, &mut rel, depth).map_err(|e| mounts::from_io(&p.display, &e))?;
     let mut out = l.out;
@@ -81,6 +83,10 @@ fn utf8(out: Vec<u8>) -> String {
 struct Lister<'a> {
     ms: &'a mounts::Set,
     glob: Option<&'a Glob>,
+    /// Whether lines show size and modification time: then every entry is
+    /// examined (one path_filestat_get each); without, the type the
+    /// directory itself gives is enough.
+    details: bool,
     max: i64,
     n: i64,
     stopped: bool,
@@ -122,9 +128,12 @@ impl<'a> Lister<'a> {
                 return;
             }
             let shown = self.ms.shown(abs);
-            match lstat(self.ms, abs) {
-                Ok(st) => push_entry(&mut self.out, shown, abs, &st),
-                Err(_) => push_unknown(&mut self.out, shown, kind),
+            match Kind::of(kind) {
+                Some(k) if !self.details => push_entry(&mut self.out, shown, abs, &Stat { kind: k, size: 0, mtime: 0 }, false),
+                _ => match lstat(self.ms, abs) {
+                    Ok(st) => push_entry(&mut self.out, shown, abs, &st, self.details),
+                    Err(_) => push_unknown(&mut self.out, shown, kind, self.details),
+                },
             }
             self.n += 1;
         }
@@ -161,6 +170,24 @@ enum Kind {
     File,
     Link,
     Other,
+}
+
+impl Kind {
+    /// The kind of an entry as its directory gives it; None for anything
+    /// but a directory, a file or a link (devices, sockets, and WASI's
+    /// filetype "unknown", which some filesystems give): such entries are
+    /// rare, and examined.
+    fn of(ft: FileType) -> Option<Kind> {
+        if ft.is_dir() {
+            Some(Kind::Dir)
+        } else if ft.is_file() {
+            Some(Kind::File)
+        } else if ft.is_symlink() {
+            Some(Kind::Link)
+        } else {
+            None
+        }
+    }
 }
 
 #[cfg(target_os = "wasi")]
@@ -254,8 +281,9 @@ fn inner(quoted: &str) -> &str {
 }
 
 /// Appends one listing line: type, size, mtime (UTC), path, as
-/// "{:<4} {:>10}  {}  {}" would write them.
-fn push_entry(out: &mut Vec<u8>, shown: &[u8], abs: &[u8], st: &Stat) {
+/// "{:<4} {:>10}  {}  {}" would write them; without details, type and
+/// path as "{:<4} {}" would.
+fn push_entry(out: &mut Vec<u8>, shown: &[u8], abs: &[u8], st: &Stat, details: bool) {
     let kind: &[u8] = match st.kind {
         Kind::Dir => b"dir ",
         Kind::File => b"file",
@@ -264,13 +292,15 @@ fn push_entry(out: &mut Vec<u8>, shown: &[u8], abs: &[u8], st: &Stat) {
     };
     out.extend_from_slice(kind);
     out.push(b' ');
-    let mut digits = [0u8; 20];
-    let size: &[u8] = if st.kind == Kind::Dir { b"-" } else { decimal(st.size, &mut digits).as_bytes() };
-    out.resize(out.len() + 10usize.saturating_sub(size.len()), b' ');
-    out.extend_from_slice(size);
-    out.extend_from_slice(b"  ");
-    push_date(out, st.mtime);
-    out.extend_from_slice(b"  ");
+    if details {
+        let mut digits = [0u8; 20];
+        let size: &[u8] = if st.kind == Kind::Dir { b"-" } else { decimal(st.size, &mut digits).as_bytes() };
+        out.resize(out.len() + 10usize.saturating_sub(size.len()), b' ');
+        out.extend_from_slice(size);
+        out.extend_from_slice(b"  ");
+        push_date(out, st.mtime);
+        out.extend_from_slice(b"  ");
+    }
     let ok = push_display_name(out, shown);
     match st.kind {
         Kind::Dir => out.push(b'/'),
@@ -309,7 +339,7 @@ fn push_padded(out: &mut Vec<u8>, n: u64, width: usize) {
 
 /// Appends the line of an entry that cannot be examined (gone since the
 /// listing, or a name the filesystem refuses to look up).
-fn push_unknown(out: &mut Vec<u8>, shown: &[u8], ft: FileType) {
+fn push_unknown(out: &mut Vec<u8>, shown: &[u8], ft: FileType, details: bool) {
     let (mut name, ok) = display_name(shown);
     let kind = if ft.is_dir() {
         name.push('/');
@@ -324,7 +354,8 @@ fn push_unknown(out: &mut Vec<u8>, shown: &[u8], ft: FileType) {
     if !ok {
         name.push_str(NOT_UTF8);
     }
-    out.extend_from_slice(format!("{:<4} {:>10}  {:>19}  {}\n", kind, "?", "?", name).as_bytes());
+    let line = if details { format!("{:<4} {:>10}  {:>19}  {}\n", kind, "?", "?", name) } else { format!("{:<4} {}\n", kind, name) };
+    out.extend_from_slice(line.as_bytes());
 }
 
 /// Appends secs since the Unix epoch as "2006-01-02 15:04:05" (UTC).
