@@ -159,7 +159,7 @@ func TestOpenPlain(t *testing.T) {
 	r := &rootFS{root: root, readOnly: true}
 	defer func() { r.close(); root.Close() }()
 
-	h := r.openPlain("sub/f.txt")
+	h := r.openPlain("sub/f.txt", false)
 	if h == nil || h.f != nil {
 		t.Fatalf("openPlain(sub/f.txt) = %+v, want a bare descriptor", h)
 	}
@@ -206,7 +206,7 @@ func TestOpenPlain(t *testing.T) {
 	}
 
 	for _, p := range []string{"sub/in", "sub/out", "sub/missing", "../" + filepath.Base(outside) + "/secret"} {
-		if h := r.openPlain(p); h != nil {
+		if h := r.openPlain(p, false); h != nil {
 			h.Close()
 			t.Errorf("openPlain(%s) opened it; want it left to os.Root", p)
 		}
@@ -223,7 +223,7 @@ func TestOpenPlain(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(dir, "outdir")); err != nil {
 		t.Fatal(err)
 	}
-	if h := r.openPlain("outdir/secret"); h != nil {
+	if h := r.openPlain("outdir/secret", false); h != nil {
 		h.Close()
 		t.Error("openPlain followed a directory link out of the mount")
 	}
@@ -235,15 +235,44 @@ func TestOpenPlain(t *testing.T) {
 		f.Close()
 		t.Error("a link out of the mount was opened")
 	}
-	// A directory opened without O_DIRECTORY lists through its descriptor.
-	if d := r.openPlain("sub"); d == nil {
-		t.Error("openPlain(sub) = nil")
-	} else {
-		entries, err := d.ReadDir(-1)
-		d.Close()
-		if err != nil || len(entries) != 3 {
-			t.Errorf("listing sub: %d entries, %v; want 3", len(entries), err)
+	// A directory lists through its descriptor, opened with O_DIRECTORY
+	// or without; so does the mount itself.
+	for _, c := range []struct {
+		p   string
+		dir bool
+		n   int
+	}{{"sub", false, 3}, {"sub", true, 3}, {".", true, 2}} { // . holds sub and outdir
+		if d := r.openPlain(c.p, c.dir); d == nil {
+			t.Errorf("openPlain(%s, %v) = nil", c.p, c.dir)
+		} else {
+			entries, err := d.ReadDir(-1)
+			d.Close()
+			if err != nil || len(entries) != c.n {
+				t.Errorf("listing %s: %d entries, %v; want %d", c.p, len(entries), err, c.n)
+			}
 		}
+	}
+	// A file or a link to a directory opened as a directory is left to
+	// os.Root, which refuses the one and follows the other.
+	if err := os.Symlink("sub", filepath.Join(dir, "sublink")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"sub/f.txt", "sublink"} {
+		if h := r.openPlain(p, true); h != nil {
+			h.Close()
+			t.Errorf("openPlain(%s, true) opened it; want it left to os.Root", p)
+		}
+	}
+	if f, e := r.OpenFile("sub/f.txt", experimentalsys.O_RDONLY|experimentalsys.O_DIRECTORY, 0); e != experimentalsys.ENOTDIR {
+		if e == 0 {
+			f.Close()
+		}
+		t.Errorf("a file opened as a directory: errno %v, want ENOTDIR", e)
+	}
+	if f, e := r.OpenFile("sublink", experimentalsys.O_RDONLY|experimentalsys.O_DIRECTORY, 0); e != 0 {
+		t.Errorf("a link to a directory opened as one: errno %v", e)
+	} else {
+		f.Close()
 	}
 }
 

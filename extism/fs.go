@@ -175,14 +175,15 @@ func (r *rootFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileM
 		// when first used.
 		return newMountDir(r), 0
 	}
+	if !writes {
+		// Never a symbolic link: openPlain does not follow one.
+		if h := r.openPlain(p, flag&experimentalsys.O_DIRECTORY != 0); h != nil {
+			return newRootFile(r, p, h, false)
+		}
+	}
 	if flag&experimentalsys.O_NOFOLLOW != 0 {
 		if st, e := r.Lstat(p); e == 0 && st.Mode&fs.ModeSymlink != 0 {
 			return nil, experimentalsys.ELOOP
-		}
-	}
-	if !writes && flag&experimentalsys.O_DIRECTORY == 0 {
-		if h := r.openPlain(p); h != nil {
-			return newRootFile(r, p, h, false)
 		}
 	}
 	var f *os.File

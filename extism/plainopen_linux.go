@@ -14,27 +14,33 @@ import (
 // openPlain opens p (a path within the mount, as rootPath returns it) for
 // reading as a bare descriptor, or returns nil to leave it to os.Root:
 // when p's last element is a symbolic link (os.Root follows it, or
-// refuses it if it leads out), or anything else goes wrong, whose error
-// os.Root then reports. The directory holding p is opened through
-// r.root, so it lies inside the mount; the last element is one name,
-// neither "." nor "..", opened relative to it without following a
-// symbolic link (O_NOFOLLOW). That is os.Root's own last step, without
-// the os.File around the descriptor.
-func (r *rootFS) openPlain(p string) *hostFile {
-	dir, name := ".", p
+// refuses it if it leads out), when p must be a directory (dir) and is
+// not, or when anything else goes wrong, whose error os.Root then
+// reports. The directory holding p is opened through r.root, so it lies
+// inside the mount; the last element is one name, neither "." nor "..",
+// opened relative to it without following a symbolic link (O_NOFOLLOW).
+// That is os.Root's own last step, without the os.File around the
+// descriptor. The mount itself (p ".") is opened as "." relative to
+// itself.
+func (r *rootFS) openPlain(p string, dir bool) *hostFile {
+	parent, name := ".", p
 	if i := strings.LastIndexByte(p, '/'); i >= 0 {
-		dir, name = p[:i], p[i+1:]
+		parent, name = p[:i], p[i+1:]
 	}
-	if name == "" || name == "." || name == ".." || dir == "" {
+	if name == "" || (name == "." && p != ".") || name == ".." || parent == "" {
 		return nil
 	}
-	if r.plainDir == nil || r.plainName != dir {
+	flags := unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_NOCTTY
+	if dir {
+		flags |= unix.O_DIRECTORY
+	}
+	if r.plainDir == nil || r.plainName != parent {
 		r.dropPlainDir()
-		d, err := r.root.Open(dir)
+		d, err := r.root.Open(parent)
 		if err != nil {
 			return nil
 		}
-		r.plainDir, r.plainName = d, dir
+		r.plainDir, r.plainName = d, parent
 	}
 	var fd int
 	rc, err := r.plainDir.SyscallConn()
@@ -44,7 +50,7 @@ func (r *rootFS) openPlain(p string) *hostFile {
 	var oerr error
 	if err := rc.Control(func(dfd uintptr) {
 		oerr = ignoringEINTR(func() (err error) {
-			fd, err = unix.Openat(int(dfd), name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+			fd, err = unix.Openat(int(dfd), name, flags, 0)
 			return err
 		})
 	}); err != nil || oerr != nil {

@@ -9,7 +9,7 @@ import (
 
 // openPlain leaves every open to os.Root where bare descriptors are not
 // used.
-func (r *rootFS) openPlain(string) *hostFile { return nil }
+func (r *rootFS) openPlain(string, bool) *hostFile { return nil }
 
 func (r *rootFS) dropPlainDir() {}
 

@@ -154,3 +154,29 @@ func TestFastOutput(t *testing.T) {
 		}
 	})
 }
+
+// TestCallToolInput: the input written by hand decodes as encoding/json's
+// encoding of the same call does, for names that need escaping and with
+// answers or without.
+func TestCallToolInput(t *testing.T) {
+	for _, name := range []string{"filesystem.read", `q"uote\back<slash>`, "ünïcode\u2028"} {
+		for _, answers := range []map[string]json.RawMessage{nil, {"q1": json.RawMessage(`"yes"`)}} {
+			args := json.RawMessage(`{"path":"a<b>&c","n":[1,{"x":null}]}`)
+			spec := &plugin.Spec{Name: "tool", Source: plugin.Source{Tool: name}}
+			tool := &wasmTool{spec: spec, inputHead: callToolHead(name)}
+			got, err := tool.callToolInput(args, answers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := json.Marshal(callToolInput{Params: callToolParams{Name: name, Arguments: args, Answers: answers}})
+			var g, w any
+			if err := json.Unmarshal(got, &g); err != nil {
+				t.Fatalf("%s: %v", got, err)
+			}
+			json.Unmarshal(want, &w)
+			if !reflect.DeepEqual(g, w) {
+				t.Errorf("got %s\nwant %s", got, want)
+			}
+		}
+	}
+}

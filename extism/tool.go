@@ -62,6 +62,9 @@ type wasmTool struct {
 	snap     snapState // snapshot.go
 
 	desc plugin.Descriptor
+	// inputHead starts every call_tool input without answers:
+	// {"params":{"name":"…","arguments":
+	inputHead []byte
 
 	pool     *instPool      // nil: no pool
 	retired  chan *instance // used instances waiting to be closed
@@ -91,6 +94,7 @@ func newTool(a *Adapter, spec *plugin.Spec, m mode, info *moduleInfo, code []byt
 		quit:    make(chan struct{}),
 	}
 	t.transport = newTransport()
+	t.inputHead = callToolHead(guestToolName(spec))
 	if lim.Pool > 0 {
 		t.pool = newInstPool(lim.Pool)
 	}
@@ -361,7 +365,7 @@ func (t *wasmTool) Call(ctx context.Context, req *plugin.Request) (*plugin.Resul
 		export, input = t.spec.Source.Export, args
 	} else {
 		export = exportCallTool
-		b, err := json.Marshal(callToolInput{Params: callToolParams{Name: t.guestName(), Arguments: args, Answers: req.Answers}})
+		b, err := t.callToolInput(args, req.Answers)
 		if err != nil {
 			return nil, plugin.Errorf(plugin.CodeInvalidRequest, "arguments: %v", err)
 		}
@@ -410,6 +414,24 @@ func (t *wasmTool) Call(ctx context.Context, req *plugin.Request) (*plugin.Resul
 		res.Code = plugin.CodeToolExecutionFailed
 	}
 	return res, nil
+}
+
+// callToolInput encodes call_tool's input. The arguments are the
+// pipeline's (plugin.Request: a validated, compacted JSON object) and go in
+// as they are; encoding/json would check and compact them again.
+func (t *wasmTool) callToolInput(args json.RawMessage, answers map[string]json.RawMessage) ([]byte, error) {
+	if len(answers) > 0 {
+		return json.Marshal(callToolInput{Params: callToolParams{Name: t.guestName(), Arguments: args, Answers: answers}})
+	}
+	b := make([]byte, 0, len(t.inputHead)+len(args)+2)
+	b = append(append(append(b, t.inputHead...), args...), "}}"...)
+	return b, nil
+}
+
+// callToolHead is the start of call_tool's input for the tool named name.
+func callToolHead(name string) []byte {
+	quoted, _ := json.Marshal(name)
+	return append(append([]byte(`{"params":{"name":`), quoted...), `,"arguments":`...)
 }
 
 func describeBytes(b []byte) string {

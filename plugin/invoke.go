@@ -150,9 +150,11 @@ func (h *Host) run(ctx context.Context, call Call, caller *nestedInvoker, parent
 	// Answers are checked against their question by the tool
 	// (Request.Answer), which alone knows what it asked; here only that
 	// each is JSON at all.
-	for _, id := range slices.Sorted(maps.Keys(call.Answers)) {
-		if !json.Valid(call.Answers[id]) {
-			return nil, Errorf(CodeInvalidRequest, "answer %q is not valid JSON: %s", id, abbreviate(string(call.Answers[id])))
+	if len(call.Answers) > 0 {
+		for _, id := range slices.Sorted(maps.Keys(call.Answers)) {
+			if !json.Valid(call.Answers[id]) {
+				return nil, Errorf(CodeInvalidRequest, "answer %q is not valid JSON: %s", id, abbreviate(string(call.Answers[id])))
+			}
 		}
 	}
 

@@ -3,7 +3,7 @@
 //! recursive and filtered by a glob.
 
 use std::ffi::OsStr;
-use std::fs::{self, FileType};
+use std::fs;
 use std::io;
 #[cfg(unix)] // the unit tests, built natively
 use std::os::unix::ffi::OsStrExt;
@@ -51,15 +51,20 @@ pub fn list(args: &Args) -> Result<Reply, Error> {
     let max_entries = config_int("max_entries", DEFAULT_MAX_ENTRIES)?;
     let ms = mounts::Set::discover();
     let p = ms.resolve(&path)?;
-    let st = lstat(&ms, p.abs.as_bytes()).map_err(|e| mounts::from_io(&p.display, &e))?;
-    if st.kind != Kind::Dir {
-        let mut out = Vec::new();
-        push_entry(&mut out, ms.shown(p.abs.as_bytes()), p.abs.as_bytes(), &st, details);
-        return Ok(Reply::text(utf8(out)));
-    }
+    let entries = match read_dir(&ms, p.abs.as_bytes()) {
+        Ok(entries) => entries,
+        // Not a directory (a file, a link): one line for it.
+        Err(e) if matches!(e.raw_os_error(), Some(mounts::ENOTDIR | mounts::ELOOP)) => {
+            let st = lstat(&ms, p.abs.as_bytes()).map_err(|e| mounts::from_io(&p.display, &e))?;
+            let mut out = Vec::new();
+            push_entry(&mut out, ms.shown(p.abs.as_bytes()), p.abs.as_bytes(), &st, details);
+            return Ok(Reply::text(utf8(out)));
+        }
+        Err(e) => return Err(mounts::from_io(&p.display, &e)),
+    };
     let mut l = Lister { ms: &ms, glob: glob.as_ref(), details, max: max_entries, n: 0, stopped: false, out: Vec::with_capacity(4096) };
     let (mut abs, mut rel) = (p.abs.clone().into_bytes(), Vec::new());
-    l.walk(&mut abs, &mut rel, depth).map_err(|e| mounts::from_io(&p.display, &e))?;
+    l.list(&mut abs, &mut rel, entries, depth);
     let mut out = l.out;
     if l.stopped {
         out.extend_from_slice(format!("[listing stopped at {} entries; narrow it with a smaller depth or a glob]", max_entries).as_bytes());
@@ -94,16 +99,11 @@ struct Lister<'a> {
 }
 
 impl<'a> Lister<'a> {
-    /// Lists dir (at rel below the listed directory), then the directories
-    /// in it while depth allows. Names are bytes: a file name need not be
-    /// UTF-8. dir and rel grow by each entry's name in turn and are given
-    /// back as they came.
-    fn walk(&mut self, dir: &mut Vec<u8>, rel: &mut Vec<u8>, depth: i64) -> io::Result<()> {
-        let mut entries: Vec<(Vec<u8>, FileType)> = Vec::new();
-        for e in fs::read_dir(OsStr::from_bytes(dir))? {
-            let e = e?;
-            entries.push((e.file_name().as_bytes().to_vec(), e.file_type()?));
-        }
+    /// Lists the entries of dir (at rel below the listed directory), then
+    /// the directories in it while depth allows. Names are bytes: a file
+    /// name need not be UTF-8. dir and rel grow by each entry's name in turn
+    /// and are given back as they came.
+    fn list(&mut self, dir: &mut Vec<u8>, rel: &mut Vec<u8>, mut entries: Vec<(Vec<u8>, Option<Kind>)>, depth: i64) {
         entries.sort_by(|a, b| a.0.cmp(&b.0));
         let (dir_len, rel_len) = (dir.len(), rel.len());
         for (name, kind) in entries {
@@ -116,19 +116,20 @@ impl<'a> Lister<'a> {
             dir.truncate(dir_len);
             rel.truncate(rel_len);
         }
-        Ok(())
     }
 
     /// Lists one entry (at abs, rel below the listed directory), and what
     /// is under it while depth allows.
-    fn entry(&mut self, abs: &mut Vec<u8>, rel: &mut Vec<u8>, name: &[u8], kind: FileType, depth: i64) {
+    /// kind is what the directory says of the entry (None: nothing
+    /// precise).
+    fn entry(&mut self, abs: &mut Vec<u8>, rel: &mut Vec<u8>, name: &[u8], kind: Option<Kind>, depth: i64) {
         if self.glob.map_or(true, |g| g.matches(&String::from_utf8_lossy(rel))) {
             if self.n == self.max {
                 self.stopped = true;
                 return;
             }
             let shown = self.ms.shown(abs);
-            match Kind::of(kind) {
+            match kind {
                 Some(k) if !self.details => push_entry(&mut self.out, shown, abs, &Stat { kind: k, size: 0, mtime: 0 }, false),
                 _ => match lstat(self.ms, abs) {
                     Ok(st) => push_entry(&mut self.out, shown, abs, &st, self.details),
@@ -137,11 +138,14 @@ impl<'a> Lister<'a> {
             }
             self.n += 1;
         }
-        if kind.is_dir() && depth > 1 && name != b".git" {
-            if let Err(e) = self.walk(abs, rel, depth - 1) {
-                let shown = String::from_utf8_lossy(self.ms.shown(abs)).into_owned();
-                let msg = mounts::from_io(&shown, &e).msg;
-                self.out.extend_from_slice(format!("error {}: {}\n", shown, msg).as_bytes());
+        if kind == Some(Kind::Dir) && depth > 1 && name != b".git" {
+            match read_dir(self.ms, abs) {
+                Ok(entries) => self.list(abs, rel, entries, depth - 1),
+                Err(e) => {
+                    let shown = String::from_utf8_lossy(self.ms.shown(abs)).into_owned();
+                    let msg = mounts::from_io(&shown, &e).msg;
+                    self.out.extend_from_slice(format!("error {}: {}\n", shown, msg).as_bytes());
+                }
             }
         }
     }
@@ -172,22 +176,125 @@ enum Kind {
     Other,
 }
 
+/// WASI's filetypes (preview 1) that a listing tells apart.
+const DIRECTORY: u8 = 3;
+const REGULAR_FILE: u8 = 4;
+const SYMBOLIC_LINK: u8 = 7;
+
 impl Kind {
-    /// The kind of an entry as its directory gives it; None for anything
-    /// but a directory, a file or a link (devices, sockets, and WASI's
-    /// filetype "unknown", which some filesystems give): such entries are
-    /// rare, and examined.
-    fn of(ft: FileType) -> Option<Kind> {
-        if ft.is_dir() {
-            Some(Kind::Dir)
-        } else if ft.is_file() {
-            Some(Kind::File)
-        } else if ft.is_symlink() {
-            Some(Kind::Link)
-        } else {
-            None
+    /// The kind of an entry as its directory gives it (a WASI filetype);
+    /// None for anything but a directory, a file or a link (devices,
+    /// sockets, and "unknown", which some filesystems give): such entries
+    /// are rare, and examined.
+    fn of(filetype: u8) -> Option<Kind> {
+        match filetype {
+            DIRECTORY => Some(Kind::Dir),
+            REGULAR_FILE => Some(Kind::File),
+            SYMBOLIC_LINK => Some(Kind::Link),
+            _ => None,
         }
     }
+}
+
+#[cfg(target_os = "wasi")]
+#[link(wasm_import_module = "wasi_snapshot_preview1")]
+extern "C" {
+    fn path_open(fd: i32, dirflags: i32, path: *const u8, path_len: usize, oflags: i32, rights_base: u64, rights_inheriting: u64, fdflags: i32, opened: *mut i32) -> i32;
+    fn fd_readdir(fd: i32, buf: *mut u8, buf_len: usize, cookie: u64, bufused: *mut usize) -> i32;
+    fn fd_close(fd: i32) -> i32;
+}
+
+/// The entries of the directory abs (names and what the directory says
+/// of their kinds), "." and ".." left out, in the directory's order. abs
+/// is opened without following a final symbolic link: a link, like a
+/// file, fails with ENOTDIR or ELOOP. These are the WASI calls the
+/// standard library's read_dir makes, on the preopen it would pick,
+/// without its search of the preopens by name, its copies of the path,
+/// and the examination of abs that telling a directory from a file would
+/// otherwise take.
+#[cfg(target_os = "wasi")]
+fn read_dir(ms: &mounts::Set, abs: &[u8]) -> io::Result<Vec<(Vec<u8>, Option<Kind>)>> {
+    const O_DIRECTORY: i32 = 2;
+    const FD_READDIR: u64 = 1 << 14;
+    let (pfd, rel) = match ms.preopen(abs) {
+        Some(p) => p,
+        None => return Err(io::Error::from_raw_os_error(mounts::ENOENT)),
+    };
+    let mut fd = -1;
+    let errno = unsafe { path_open(pfd, 0, rel.as_ptr(), rel.len(), O_DIRECTORY, FD_READDIR, 0, 0, &mut fd) };
+    if errno != 0 {
+        return Err(io::Error::from_raw_os_error(errno));
+    }
+    let entries = read_entries(fd);
+    unsafe { fd_close(fd) };
+    entries
+}
+
+/// Reads the open directory fd: fd_readdir fills buf with as many entries
+/// (a 24-byte header, then the name) as fit, the last possibly cut short;
+/// the next read starts from the last whole entry's cookie.
+#[cfg(target_os = "wasi")]
+fn read_entries(fd: i32) -> io::Result<Vec<(Vec<u8>, Option<Kind>)>> {
+    const HEADER: usize = 24;
+    let mut buf = vec![0u8; 8 << 10];
+    let mut entries = Vec::new();
+    let mut cookie = 0u64;
+    loop {
+        let mut used = 0usize;
+        let errno = unsafe { fd_readdir(fd, buf.as_mut_ptr(), buf.len(), cookie, &mut used) };
+        if errno != 0 {
+            return Err(io::Error::from_raw_os_error(errno));
+        }
+        let used = used.min(buf.len());
+        let mut off = 0;
+        while off + HEADER <= used {
+            let h = &buf[off..off + HEADER];
+            let next = u64::from_le_bytes([h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]]);
+            let namlen = u32::from_le_bytes([h[16], h[17], h[18], h[19]]) as usize;
+            if off + HEADER + namlen > used {
+                break;
+            }
+            let name = &buf[off + HEADER..off + HEADER + namlen];
+            if name != b"." && name != b".." {
+                entries.push((name.to_vec(), Kind::of(h[20])));
+            }
+            cookie = next;
+            off += HEADER + namlen;
+        }
+        if used < buf.len() {
+            return Ok(entries);
+        }
+        if off == 0 {
+            // One entry longer than the buffer.
+            let n = 2 * buf.len();
+            buf.resize(n, 0);
+        }
+    }
+}
+
+/// read_dir for the unit tests, built natively: what the directory says
+/// of abs, read through the standard library.
+#[cfg(not(target_os = "wasi"))]
+fn read_dir(ms: &mounts::Set, abs: &[u8]) -> io::Result<Vec<(Vec<u8>, Option<Kind>)>> {
+    if lstat(ms, abs)?.kind != Kind::Dir {
+        return Err(io::Error::from_raw_os_error(mounts::ENOTDIR));
+    }
+    let mut entries = Vec::new();
+    for e in fs::read_dir(OsStr::from_bytes(abs))? {
+        let e = e?;
+        let ft = e.file_type()?;
+        let filetype = if ft.is_dir() {
+            DIRECTORY
+        } else if ft.is_file() {
+            REGULAR_FILE
+        } else if ft.is_symlink() {
+            SYMBOLIC_LINK
+        } else {
+            0
+        };
+        entries.push((e.file_name().as_bytes().to_vec(), Kind::of(filetype)));
+    }
+    Ok(entries)
 }
 
 #[cfg(target_os = "wasi")]
@@ -201,9 +308,6 @@ extern "C" {
 /// without its search of the preopens by name and its copies of the path.
 #[cfg(target_os = "wasi")]
 fn lstat(ms: &mounts::Set, abs: &[u8]) -> io::Result<Stat> {
-    const DIRECTORY: u64 = 3;
-    const REGULAR_FILE: u64 = 4;
-    const SYMBOLIC_LINK: u64 = 7;
     let (fd, rel) = match ms.preopen(abs) {
         Some(p) => p,
         None => return fs::symlink_metadata(OsStr::from_bytes(abs)).map(|m| Stat::of(&m)),
@@ -214,12 +318,7 @@ fn lstat(ms: &mounts::Set, abs: &[u8]) -> io::Result<Stat> {
     if errno != 0 {
         return Err(io::Error::from_raw_os_error(errno));
     }
-    let kind = match st[2] & 0xff {
-        DIRECTORY => Kind::Dir,
-        REGULAR_FILE => Kind::File,
-        SYMBOLIC_LINK => Kind::Link,
-        _ => Kind::Other,
-    };
+    let kind = Kind::of(st[2] as u8).unwrap_or(Kind::Other);
     Ok(Stat { kind, size: st[4], mtime: (st[6] / 1_000_000_000) as i64 })
 }
 
@@ -339,17 +438,16 @@ fn push_padded(out: &mut Vec<u8>, n: u64, width: usize) {
 
 /// Appends the line of an entry that cannot be examined (gone since the
 /// listing, or a name the filesystem refuses to look up).
-fn push_unknown(out: &mut Vec<u8>, shown: &[u8], ft: FileType, details: bool) {
+fn push_unknown(out: &mut Vec<u8>, shown: &[u8], kind: Option<Kind>, details: bool) {
     let (mut name, ok) = display_name(shown);
-    let kind = if ft.is_dir() {
-        name.push('/');
-        "dir"
-    } else if ft.is_symlink() {
-        "link"
-    } else if ft.is_file() {
-        "file"
-    } else {
-        "other"
+    let kind = match kind {
+        Some(Kind::Dir) => {
+            name.push('/');
+            "dir"
+        }
+        Some(Kind::Link) => "link",
+        Some(Kind::File) => "file",
+        _ => "other",
     };
     if !ok {
         name.push_str(NOT_UTF8);

@@ -242,10 +242,10 @@ fn is_format(c: char) -> bool {
 // WASI errno values.
 const EACCES: i32 = 2;
 const EISDIR: i32 = 31;
-const ELOOP: i32 = 32;
+pub const ELOOP: i32 = 32;
 const ENAMETOOLONG: i32 = 37;
-const ENOENT: i32 = 44;
-const ENOTDIR: i32 = 54;
+pub const ENOENT: i32 = 44;
+pub const ENOTDIR: i32 = 54;
 const EPERM: i32 = 63;
 const EROFS: i32 = 69;
 
