@@ -375,8 +375,9 @@ func (t *wasmTool) Descriptor() plugin.Descriptor { return t.desc }
 
 // Call implements plugin.Tool: one call, one fresh instance.
 func (t *wasmTool) Call(ctx context.Context, req *plugin.Request) (*plugin.Result, error) {
-	// The pool is refilled once the call is completely done, so that the
-	// work does not compete with decoding the result.
+	// The pool is refilled after the call, once its answer is out
+	// (refillDelay), so that the work competes neither with the call nor
+	// with delivering its result.
 	defer t.refillSoon()
 	if err := t.ready(ctx); err != nil {
 		return nil, t.wrap(ctx, err)
