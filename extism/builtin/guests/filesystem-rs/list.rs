@@ -196,6 +196,20 @@ impl Kind {
     }
 }
 
+/// The WASI filetype of what the standard library says of an entry (0,
+/// unknown, for anything a listing does not tell apart).
+fn filetype(ft: fs::FileType) -> u8 {
+    if ft.is_dir() {
+        DIRECTORY
+    } else if ft.is_file() {
+        REGULAR_FILE
+    } else if ft.is_symlink() {
+        SYMBOLIC_LINK
+    } else {
+        0
+    }
+}
+
 #[cfg(target_os = "wasi")]
 #[link(wasm_import_module = "wasi_snapshot_preview1")]
 extern "C" {
@@ -282,17 +296,7 @@ fn read_dir(ms: &mounts::Set, abs: &[u8]) -> io::Result<Vec<(Vec<u8>, Option<Kin
     let mut entries = Vec::new();
     for e in fs::read_dir(OsStr::from_bytes(abs))? {
         let e = e?;
-        let ft = e.file_type()?;
-        let filetype = if ft.is_dir() {
-            DIRECTORY
-        } else if ft.is_file() {
-            REGULAR_FILE
-        } else if ft.is_symlink() {
-            SYMBOLIC_LINK
-        } else {
-            0
-        };
-        entries.push((e.file_name().as_bytes().to_vec(), Kind::of(filetype)));
+        entries.push((e.file_name().as_bytes().to_vec(), Kind::of(filetype(e.file_type()?))));
     }
     Ok(entries)
 }
@@ -330,16 +334,7 @@ fn lstat(_: &mounts::Set, abs: &[u8]) -> io::Result<Stat> {
 
 impl Stat {
     fn of(m: &fs::Metadata) -> Stat {
-        let ft = m.file_type();
-        let kind = if ft.is_dir() {
-            Kind::Dir
-        } else if ft.is_symlink() {
-            Kind::Link
-        } else if ft.is_file() {
-            Kind::File
-        } else {
-            Kind::Other
-        };
+        let kind = Kind::of(filetype(m.file_type())).unwrap_or(Kind::Other);
         let mtime = m.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map_or(0, |d| d.as_secs() as i64);
         Stat { kind, size: m.len(), mtime }
     }
