@@ -151,6 +151,14 @@ func TestFilesystemList(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A link to a directory inside the workspace: listed as the link, not
+	// followed (the module opens what it lists without following links).
+	if err := os.MkdirAll(filepath.Join(ws, "links"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../src", filepath.Join(ws, "links", "srclink")); err != nil {
+		t.Fatal(err)
+	}
 	h := newHost(t, fsSpec("filesystem.list", ws, map[string]string{"max_entries": "20"}))
 	probe := check{tool: "filesystem.list", args: `{"path":"src"}`, want: []string{"main.go"}}
 	cases := []check{
@@ -169,6 +177,10 @@ func TestFilesystemList(t *testing.T) {
 			want: []string{"file stamped/a file.txt"}},
 		{name: "exact line of a file with details", tool: "filesystem.list", args: `{"path":"stamped/a file.txt","details":true}`,
 			want: []string{"file          5  2024-03-01 12:34:56  stamped/a file.txt"}},
+		{name: "a link to a directory", tool: "filesystem.list", args: `{"path":"links/srclink"}`,
+			want: []string{"link links/srclink -> ../src"}, notWant: []string{"main.go"}},
+		{name: "a link to a directory out of the workspace", tool: "filesystem.list", args: `{"path":"escapedir"}`,
+			want: []string{"link escapedir -> "}, notWant: []string{"secret"}},
 		{name: "details false", tool: "filesystem.list", args: `{"path":"stamped","details":false}`,
 			want: []string{"file stamped/a file.txt\n"}, notWant: []string{"2024-"}},
 		{name: "details not a boolean", tool: "filesystem.list", args: `{"details":"yes"}`, code: plugin.CodeInvalidRequest},

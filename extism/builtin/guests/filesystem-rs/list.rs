@@ -216,6 +216,7 @@ extern "C" {
     fn path_open(fd: i32, dirflags: i32, path: *const u8, path_len: usize, oflags: i32, rights_base: u64, rights_inheriting: u64, fdflags: i32, opened: *mut i32) -> i32;
     fn fd_readdir(fd: i32, buf: *mut u8, buf_len: usize, cookie: u64, bufused: *mut usize) -> i32;
     fn fd_close(fd: i32) -> i32;
+    fn path_filestat_get(fd: i32, flags: i32, path: *const u8, path_len: usize, buf: *mut u64) -> i32;
 }
 
 /// The entries of the directory abs (names and what the directory says
@@ -299,12 +300,6 @@ fn read_dir(ms: &mounts::Set, abs: &[u8]) -> io::Result<Vec<(Vec<u8>, Option<Kin
         entries.push((e.file_name().as_bytes().to_vec(), Kind::of(filetype(e.file_type()?))));
     }
     Ok(entries)
-}
-
-#[cfg(target_os = "wasi")]
-#[link(wasm_import_module = "wasi_snapshot_preview1")]
-extern "C" {
-    fn path_filestat_get(fd: i32, flags: i32, path: *const u8, path_len: usize, buf: *mut u64) -> i32;
 }
 
 /// Examines abs without following a final symbolic link: the WASI call the
