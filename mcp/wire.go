@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/toolhost/toolhost/internal/jsonscan"
 )
 
 // decodeCommon decodes a message as jsonrpc.DecodeMessage does, if it has
@@ -22,25 +23,25 @@ func decodeCommon(b []byte) jsonrpc.Message {
 		version, method, params, result, rawID []byte
 		seen                                   [5]bool
 	)
-	i := skipSpace(b, 0)
+	i := jsonscan.Space(b, 0)
 	if i == len(b) || b[i] != '{' {
 		return nil
 	}
-	i = skipSpace(b, i+1)
+	i = jsonscan.Space(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return nil // no version tag: the SDK explains
 	}
 	for {
-		key, next, ok := plainString(b, i)
+		key, next, ok := jsonscan.ASCIIString(b, i)
 		if !ok {
 			return nil
 		}
-		i = skipSpace(b, next)
+		i = jsonscan.Space(b, next)
 		if i == len(b) || b[i] != ':' {
 			return nil
 		}
-		i = skipSpace(b, i+1)
-		end := skipValue(b, i)
+		i = jsonscan.Space(b, i+1)
+		end := jsonscan.End(b, i)
 		if end < 0 {
 			return nil
 		}
@@ -66,7 +67,7 @@ func decodeCommon(b []byte) jsonrpc.Message {
 			}
 			seen[slot] = true
 		}
-		i = skipSpace(b, end)
+		i = jsonscan.Space(b, end)
 		if i == len(b) {
 			return nil
 		}
@@ -76,7 +77,7 @@ func decodeCommon(b []byte) jsonrpc.Message {
 		if b[i] != ',' {
 			return nil
 		}
-		i = skipSpace(b, i+1)
+		i = jsonscan.Space(b, i+1)
 	}
 	if string(version) != `"2.0"` || string(params) == "null" || string(result) == "null" {
 		return nil
@@ -85,7 +86,7 @@ func decodeCommon(b []byte) jsonrpc.Message {
 	switch {
 	case rawID == nil || string(rawID) == "null":
 	case rawID[0] == '"':
-		s, _, ok := plainString(rawID, 0)
+		s, _, ok := jsonscan.ASCIIString(rawID, 0)
 		if !ok {
 			return nil
 		}
@@ -99,7 +100,7 @@ func decodeCommon(b []byte) jsonrpc.Message {
 		id, _ = jsonrpc.MakeID(f)
 	}
 	if method != nil {
-		name, _, ok := plainString(method, 0)
+		name, _, ok := jsonscan.ASCIIString(method, 0)
 		if !ok {
 			return nil
 		}
@@ -109,86 +110,4 @@ func decodeCommon(b []byte) jsonrpc.Message {
 		return nil
 	}
 	return &jsonrpc.Response{ID: id, Result: bytes.Clone(result)}
-}
-
-// plainString reads the string starting at b[i]: its contents, which must
-// be printable ASCII without escapes (else ok is false), and the index
-// after its closing quote.
-func plainString(b []byte, i int) (s []byte, next int, ok bool) {
-	if i >= len(b) || b[i] != '"' {
-		return nil, 0, false
-	}
-	for j := i + 1; j < len(b); j++ {
-		switch c := b[j]; {
-		case c == '"':
-			return b[i+1 : j], j + 1, true
-		case c == '\\' || c < 0x20 || c >= 0x7f:
-			return nil, 0, false
-		}
-	}
-	return nil, 0, false
-}
-
-// skipValue returns the index after the JSON value starting at b[i], or -1
-// if it is not one. It only finds the value's end; json.Valid judges the
-// whole line.
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		for j := i + 1; j < len(b); j++ {
-			switch b[j] {
-			case '\\':
-				j++
-			case '"':
-				return j + 1
-			}
-		}
-		return -1
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				end := skipValue(b, j)
-				if end < 0 {
-					return -1
-				}
-				j = end - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return -1
-	}
-	j := i
-	for j < len(b) && !isDelim(b[j]) {
-		j++
-	}
-	if j == i {
-		return -1
-	}
-	return j
-}
-
-func isDelim(c byte) bool {
-	switch c {
-	case ',', '}', ']', ' ', '\t', '\n', '\r':
-		return true
-	}
-	return false
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
 }
