@@ -23,10 +23,9 @@ import (
 type Schema struct {
 	raw      json.RawMessage
 	compiled *jsonschema.Schema
-	// anyObject is set for a schema that accepts every JSON object (no
-	// keyword but "type": "object" and annotations), the input schema of
-	// most tools without arguments: validating against it needs no decode.
-	anyObject bool
+	// flat, if not nil, accepts most documents that meet the schema
+	// without decoding them (flatschema.go).
+	flat *flatSchema
 }
 
 // CompileSchema compiles a JSON Schema document.
@@ -56,24 +55,7 @@ func CompileSchema(doc json.RawMessage) (*Schema, error) {
 		}
 		return nil, fmt.Errorf("invalid schema: %s", strings.TrimPrefix(err.Error(), "jsonschema: "))
 	}
-	return &Schema{raw: doc, compiled: s, anyObject: acceptsAnyObject(v)}, nil
-}
-
-// acceptsAnyObject reports whether a decoded schema accepts every object:
-// "type": "object" and nothing else that constrains.
-func acceptsAnyObject(v any) bool {
-	m, ok := v.(map[string]any)
-	if !ok || m["type"] != "object" {
-		return false
-	}
-	for k := range m {
-		switch k {
-		case "type", "$schema", "$id", "$comment", "title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly":
-		default:
-			return false
-		}
-	}
-	return true
+	return &Schema{raw: doc, compiled: s, flat: compileFlat(v)}, nil
 }
 
 type refuseLoader struct{}
@@ -89,10 +71,8 @@ func (s *Schema) Raw() json.RawMessage { return s.raw }
 // any, is an INVALID_REQUEST-style message naming each offending field, what
 // was expected and what was given, one problem per line.
 func (s *Schema) ValidateJSON(doc []byte) error {
-	if s.anyObject {
-		if t := bytes.TrimLeft(doc, " \t\r\n"); len(t) > 0 && t[0] == '{' && json.Valid(doc) {
-			return nil
-		}
+	if s.flat != nil && json.Valid(doc) && s.flat.accepts(doc) {
+		return nil
 	}
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {

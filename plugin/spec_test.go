@@ -428,7 +428,7 @@ func TestSchemaAcceptingAnyObject(t *testing.T) {
 	for _, schema := range []string{
 		`{"type":"object"}`,
 		`{"type":"object","description":"no arguments","title":"T","$schema":"https://json-schema.org/draft/2020-12/schema"}`,
-		`{"type":"object","properties":{"a":{"type":"string"}}}`, // constrains: the full path
+		`{"type":"object","properties":{"a":{"type":"string"}}}`, // constrains "a"
 	} {
 		s, err := plugin.CompileSchema([]byte(schema))
 		if err != nil {
