@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -20,6 +21,9 @@ type direntState struct {
 	pos  int // next record in buf
 	end  int // bytes of records in buf
 	done bool
+	// pooled is buf's memory when it came from direntBufs; it goes back
+	// when the file is closed.
+	pooled *direntBuf
 
 	// The first entries, read ahead and sorted by name when they are the
 	// whole directory (head), served before the rest; from is the next
@@ -29,7 +33,22 @@ type direntState struct {
 	read bool
 }
 
-func (d *direntState) reset() { *d = direntState{buf: d.buf} }
+func (d *direntState) reset() { *d = direntState{buf: d.buf, pooled: d.pooled} }
+
+// release gives the buffer back when the file is closed.
+func (d *direntState) release() {
+	if d.pooled != nil {
+		direntBufs.Put(d.pooled)
+	}
+	*d = direntState{}
+}
+
+// direntBuf is the buffer getdents fills: a listing is one directory
+// opened and read per call, and a buffer of its own for each was a fresh
+// 8 KiB to clear and collect every time.
+type direntBuf [8 << 10]byte
+
+var direntBufs = sync.Pool{New: func() any { return new(direntBuf) }}
 
 // sortedMax is the largest directory whose listing comes sorted by name.
 // WASI leaves the order open; guests that want it sorted (the built-in
@@ -161,7 +180,8 @@ func (l *hostFile) failed(out []fs.DirEntry, next int, err error) ([]fs.DirEntry
 func (l *hostFile) fill() error {
 	d := &l.ds
 	if d.buf == nil {
-		d.buf = make([]byte, 8<<10)
+		d.pooled = direntBufs.Get().(*direntBuf)
+		d.buf = d.pooled[:]
 	}
 	var got int
 	if err := l.control(func(fd int) (err error) {

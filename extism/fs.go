@@ -404,6 +404,7 @@ func (l *hostFile) ReadAt(b []byte, off int64) (int, error) {
 }
 
 func (l *hostFile) Close() error {
+	l.ds.release()
 	if l.f == nil {
 		return l.plainClose()
 	}
