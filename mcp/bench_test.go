@@ -33,6 +33,13 @@ import (
 // list_directory, toolhost's filesystem.list), and with sizes (the
 // reference's list_directory_with_sizes, filesystem.list with details,
 // which adds modification times; the floors offer no such tool).
+// The client speaks the same protocol version to every peer,
+// benchProtocol, the newest the reference knows: the SDK's client and
+// server, left to negotiate, agree on a newer one (2026-07-28), under which
+// every request carries the client's identity and capabilities in _meta and
+// every result the server's, which both sides encode and decode on each
+// call. That cost is measured apart, by a fifth peer, toolhost at the
+// version the client picks by itself ("toolhost-negotiated").
 // Each sub-benchmark reports the median and 99th percentile of tools/call
 // round trips, made back to back, and "paced" (25ms apart, as an agent's
 // calls are, which lets the wasm tier pre-instantiate the next instance):
@@ -133,11 +140,18 @@ func benchWorkspace(b *testing.B) (configFile, workspace string) {
 	return configFile, workspace
 }
 
+// benchProtocol is the protocol version the benchmark's client speaks to
+// every peer: the newest that the reference server knows.
+const benchProtocol = "2025-11-25"
+
 // benchPeer is one MCP server under measurement.
 type benchPeer struct {
 	name              string
 	cmd               *exec.Cmd
 	read, list, sizes *sdk.CallToolParams // sizes: nil where not offered
+	// negotiated: the client proposes its own newest protocol version
+	// rather than benchProtocol.
+	negotiated bool
 }
 
 func BenchmarkFilesystem(b *testing.B) {
@@ -145,15 +159,21 @@ func BenchmarkFilesystem(b *testing.B) {
 	configFile, ws := benchWorkspace(b)
 	host := hostBinary(b)
 
-	hostCmd := exec.Command(host, "serve", "--stdio", "--config", configFile)
-	hostCmd.Dir = filepath.Dir(configFile)
 	var hostErr bytes.Buffer
-	hostCmd.Stderr = &hostErr
+	hostCmd := func() *exec.Cmd {
+		cmd := exec.Command(host, "serve", "--stdio", "--config", configFile)
+		cmd.Dir = filepath.Dir(configFile)
+		cmd.Stderr = &hostErr
+		return cmd
+	}
+	toolhost := benchPeer{name: "toolhost", cmd: hostCmd(),
+		read:  &sdk.CallToolParams{Name: "filesystem_read", Arguments: map[string]any{"path": "file4k.txt"}},
+		list:  &sdk.CallToolParams{Name: "filesystem_list", Arguments: map[string]any{"path": "dir"}},
+		sizes: &sdk.CallToolParams{Name: "filesystem_list", Arguments: map[string]any{"path": "dir", "details": true}}}
+	negotiated := toolhost
+	negotiated.name, negotiated.cmd, negotiated.negotiated = "toolhost-negotiated", hostCmd(), true
 	peers := []benchPeer{
-		{name: "toolhost", cmd: hostCmd,
-			read:  &sdk.CallToolParams{Name: "filesystem_read", Arguments: map[string]any{"path": "file4k.txt"}},
-			list:  &sdk.CallToolParams{Name: "filesystem_list", Arguments: map[string]any{"path": "dir"}},
-			sizes: &sdk.CallToolParams{Name: "filesystem_list", Arguments: map[string]any{"path": "dir", "details": true}}},
+		toolhost,
 		{name: "reference", cmd: exec.Command("node", fsServer, ws),
 			read:  &sdk.CallToolParams{Name: "read_text_file", Arguments: map[string]any{"path": filepath.Join(ws, "file4k.txt")}},
 			list:  &sdk.CallToolParams{Name: "list_directory", Arguments: map[string]any{"path": filepath.Join(ws, "dir")}},
@@ -164,12 +184,22 @@ func BenchmarkFilesystem(b *testing.B) {
 		{name: "jsonrpc-floor", cmd: exec.Command(testdataBinary(b, "jsonrpcfloor"), ws),
 			read: &sdk.CallToolParams{Name: "read_text_file", Arguments: map[string]any{"path": "file4k.txt"}},
 			list: &sdk.CallToolParams{Name: "list_directory", Arguments: map[string]any{"path": "dir"}}},
+		negotiated,
 	}
 	ctx := context.Background()
 	for _, p := range peers {
-		cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "0"}, nil).Connect(ctx, &sdk.CommandTransport{Command: p.cmd}, nil)
+		opts := &sdk.ClientSessionOptions{ProtocolVersion: benchProtocol}
+		if p.negotiated {
+			opts = nil
+		}
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "0"}, nil).Connect(ctx, &sdk.CommandTransport{Command: p.cmd}, opts)
 		if err != nil {
 			b.Fatalf("%s: %v\n%s", p.name, err, hostErr.String())
+		}
+		if v := cs.InitializeResult().ProtocolVersion; !p.negotiated && v != benchProtocol {
+			b.Fatalf("%s speaks protocol %s, not %s", p.name, v, benchProtocol)
+		} else if p.negotiated {
+			b.Logf("%s: protocol %s", p.name, v)
 		}
 		names := map[string]bool{}
 		for t, err := range cs.Tools(ctx, nil) {
