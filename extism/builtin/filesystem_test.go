@@ -548,3 +548,35 @@ func TestListLargeDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestFilesystemSchemasFlat: the input schemas the module declares for its
+// read-only tools are flat (plugin/flatschema.go), so the pipeline accepts
+// their usual arguments without decoding them: validation allocates
+// nothing. Wrong arguments still get the full validator's message.
+func TestFilesystemSchemasFlat(t *testing.T) {
+	ws := t.TempDir()
+	h := newHost(t, fsSpec("filesystem.read", ws, nil), fsSpec("filesystem.list", ws, nil))
+	for _, c := range []struct{ tool, args, bad, problem string }{
+		{"filesystem.read", `{"path":"file4k.txt","offset":1,"limit":100,"encoding":"utf-8"}`, `{"path":""}`, "path"},
+		{"filesystem.list", `{"path":"dir","depth":2,"glob":"*.go","details":true}`, `{"depth":0}`, "depth"},
+	} {
+		info, ok := h.Tool(c.tool)
+		if !ok {
+			t.Fatalf("%s not loaded", c.tool)
+		}
+		s, err := plugin.CompileSchema(info.Descriptor.InputSchema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := []byte(c.args)
+		if err := s.ValidateJSON(args); err != nil {
+			t.Fatalf("%s %s: %v", c.tool, c.args, err)
+		}
+		if n := testing.AllocsPerRun(100, func() { s.ValidateJSON(args) }); n != 0 {
+			t.Errorf("%s: validating %s allocates %v times: the schema is not flat", c.tool, c.args, n)
+		}
+		if err := s.ValidateJSON([]byte(c.bad)); err == nil || !strings.Contains(err.Error(), c.problem) {
+			t.Errorf("%s %s: %v, want a problem with %s", c.tool, c.bad, err, c.problem)
+		}
+	}
+}
