@@ -14,8 +14,8 @@ import (
 
 // TestDirectCall: a fast-I/O guest's instances are prepared for the direct
 // call, and it answers every kind of call as go-sdk's CallWithContext does:
-// output on stdout, a tool error, an Extism error, and a guest that panics
-// (a Go guest's panic exits with code 2).
+// output on stdout, output in Extism memory, a tool error, an Extism error,
+// and a guest that panics (a Go guest's panic exits with code 2).
 func TestDirectCall(t *testing.T) {
 	sp := guestSpec("hostile", "echo")
 	wt := load(t, sp).(*wasmTool)
@@ -27,6 +27,7 @@ func TestDirectCall(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, stdin string }{
 		{"stdout", `{"params":{"name":"echo","arguments":{"text":"hi"}}}`},
+		{"extism output", `{"params":{"name":"extismout","arguments":{}}}`},
 		{"tool error", `{"params":{"name":"fail","arguments":{}}}`},
 		{"extism error", `{"params":{"name":"no-such-tool","arguments":{}}}`},
 		{"bad input", `not json`},
@@ -67,4 +68,19 @@ func callOnce(t *testing.T, wt *wasmTool, sp *plugin.Spec, stdin string, direct 
 	gctx := fuel.WithMeter(context.WithValue(ctx, instKey{}, inst), fuel.NewMeter(fuel.DefaultBudget))
 	rc, out, err := inst.call(gctx, exportCallTool, nil)
 	return fmt.Sprintf("rc %d, output %q, error %v, stdout %q", rc, out, err, inst.stdout.buf.String())
+}
+
+// TestExtismOutputFirst: a guest that answers in its Extism output is
+// taken at its word there, whatever it also wrote on stdout (docs/wasm.md:
+// stdout counts only when the Extism output is empty), on the direct call
+// as through go-sdk.
+func TestExtismOutputFirst(t *testing.T) {
+	sp := guestSpec("hostile", "extismout")
+	res, err := call(t, load(t, sp), &sp, map[string]any{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Content) != 1 || res.Content[0].Text != "from the Extism output" {
+		t.Errorf("content = %+v, want the Extism output's text", res.Content)
+	}
 }

@@ -189,6 +189,10 @@ func init() {
 			pdk.SetVar("v", make([]byte, in.N))
 			return "ok", nil
 		}),
+		guest.Func("extismout", "Answers in its Extism output as well as on stdout.", anyObject, func(struct{}) (string, error) {
+			pdk.OutputString(`{"content":[{"type":"text","text":"from the Extism output"}]}`)
+			return "from stdout", nil
+		}),
 		guest.Func("panic", "Panics.", anyObject, func(struct{}) (int, error) {
 			panic("guest panic on purpose")
 		}),
