@@ -23,29 +23,7 @@ func decodeCommon(b []byte) jsonrpc.Message {
 		version, method, params, result, rawID []byte
 		seen                                   [5]bool
 	)
-	i := jsonscan.Space(b, 0)
-	if i == len(b) || b[i] != '{' {
-		return nil
-	}
-	i = jsonscan.Space(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return nil // no version tag: the SDK explains
-	}
-	for {
-		key, next, ok := jsonscan.ASCIIString(b, i)
-		if !ok {
-			return nil
-		}
-		i = jsonscan.Space(b, next)
-		if i == len(b) || b[i] != ':' {
-			return nil
-		}
-		i = jsonscan.Space(b, i+1)
-		end := jsonscan.End(b, i)
-		if end < 0 {
-			return nil
-		}
-		v := b[i:end]
+	if !jsonscan.Members(b, func(key, v []byte) bool {
 		slot := -1
 		switch string(key) {
 		case "jsonrpc":
@@ -59,25 +37,17 @@ func decodeCommon(b []byte) jsonrpc.Message {
 		case "result":
 			slot, result = 4, v
 		case "error":
-			return nil
+			return false
 		}
 		if slot >= 0 {
 			if seen[slot] {
-				return nil // a repeated member: the SDK's decoder decides
+				return false // a repeated member: the SDK's decoder decides
 			}
 			seen[slot] = true
 		}
-		i = jsonscan.Space(b, end)
-		if i == len(b) {
-			return nil
-		}
-		if b[i] == '}' {
-			break
-		}
-		if b[i] != ',' {
-			return nil
-		}
-		i = jsonscan.Space(b, i+1)
+		return true
+	}) {
+		return nil
 	}
 	if string(version) != `"2.0"` || string(params) == "null" || string(result) == "null" {
 		return nil

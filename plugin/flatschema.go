@@ -179,15 +179,21 @@ func (p *flatProp) compile(v any) bool {
 			if !ok || n <= -1<<62 || n >= 1<<62 {
 				return false
 			}
-			switch k {
-			case "minimum":
-				p.hasMin, p.minimum = true, max(n, p.minimumOr(n))
+			switch k { // inclusive integer bounds; the tighter of two wins
 			case "exclusiveMinimum":
-				p.hasMin, p.minimum = true, max(n+1, p.minimumOr(n+1))
-			case "maximum":
-				p.hasMax, p.maximum = true, min(n, p.maximumOr(n))
+				n++
+				fallthrough
+			case "minimum":
+				if !p.hasMin || n > p.minimum {
+					p.hasMin, p.minimum = true, n
+				}
 			case "exclusiveMaximum":
-				p.hasMax, p.maximum = true, min(n-1, p.maximumOr(n-1))
+				n--
+				fallthrough
+			case "maximum":
+				if !p.hasMax || n < p.maximum {
+					p.hasMax, p.maximum = true, n
+				}
 			}
 		case "enum":
 			list, ok := val.([]any)
@@ -211,20 +217,6 @@ func (p *flatProp) compile(v any) bool {
 	return true
 }
 
-func (p *flatProp) minimumOr(n int64) int64 {
-	if p.hasMin {
-		return p.minimum
-	}
-	return n
-}
-
-func (p *flatProp) maximumOr(n int64) int64 {
-	if p.hasMax {
-		return p.maximum
-	}
-	return n
-}
-
 // integral returns a schema's number (a json.Number, as
 // jsonschema.UnmarshalJSON decodes it) if it is a plain integer.
 func integral(v any) (int64, bool) {
@@ -239,36 +231,18 @@ func integral(v any) (int64, bool) {
 // accepts reports whether doc, valid JSON, is an object that meets every
 // constraint of f. False means only that the full validator must decide.
 func (f *flatSchema) accepts(doc []byte) bool {
-	i := jsonscan.Space(doc, 0)
-	if i == len(doc) || doc[i] != '{' {
-		return false
-	}
 	var seen uint64
-	i = jsonscan.Space(doc, i+1)
-	for i < len(doc) && doc[i] != '}' {
-		key, next, ok := jsonscan.ASCIIString(doc, i)
-		if !ok {
-			return false
+	return jsonscan.Members(doc, func(name, v []byte) bool {
+		p := f.props[string(name)]
+		if p == nil {
+			return !f.closed
 		}
-		i = jsonscan.Space(doc, jsonscan.Space(doc, next)+1) // past ':'
-		end := jsonscan.End(doc, i)
-		if end < 0 {
-			return false
+		if seen&p.bit != 0 {
+			return false // a repeated member: which one counts is the decoder's business
 		}
-		if p := f.props[string(key)]; p != nil {
-			if seen&p.bit != 0 || !p.accepts(doc[i:end]) {
-				return false // a repeated member: which one counts is the decoder's business
-			}
-			seen |= p.bit
-		} else if f.closed {
-			return false
-		}
-		i = jsonscan.Space(doc, end)
-		if i < len(doc) && doc[i] == ',' {
-			i = jsonscan.Space(doc, i+1)
-		}
-	}
-	return seen&f.required == f.required
+		seen |= p.bit
+		return p.accepts(v)
+	}) && seen&f.required == f.required
 }
 
 // accepts reports whether v, one valid JSON value, meets p.

@@ -90,3 +90,45 @@ func ASCIIString(b []byte, i int) (s []byte, next int, ok bool) {
 	}
 	return nil, 0, false
 }
+
+// Members calls fn with the name and the raw value of each member of the
+// object b, in order, while fn returns true. It reports whether b is an
+// object whose members were all visited: false if b is not an object, if a
+// member's name is not printable ASCII without escapes (see ASCIIString),
+// or if fn returned false.
+func Members(b []byte, fn func(name, value []byte) bool) bool {
+	i := Space(b, 0)
+	if i == len(b) || b[i] != '{' {
+		return false
+	}
+	i = Space(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return true
+	}
+	for {
+		name, next, ok := ASCIIString(b, i)
+		if !ok {
+			return false
+		}
+		i = Space(b, next)
+		if i == len(b) || b[i] != ':' {
+			return false
+		}
+		i = Space(b, i+1)
+		end := End(b, i)
+		if end < 0 || !fn(name, b[i:end]) {
+			return false
+		}
+		i = Space(b, end)
+		if i == len(b) {
+			return false
+		}
+		if b[i] == '}' {
+			return true
+		}
+		if b[i] != ',' {
+			return false
+		}
+		i = Space(b, i+1)
+	}
+}

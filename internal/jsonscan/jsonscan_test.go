@@ -39,3 +39,28 @@ func TestASCIIString(t *testing.T) {
 		t.Errorf("Space: %d", i)
 	}
 }
+
+func TestMembers(t *testing.T) {
+	var got []string
+	collect := func(name, value []byte) bool {
+		got = append(got, string(name)+"="+string(value))
+		return true
+	}
+	if !Members([]byte(` { "a" : 1 , "b":{"c":"}"},"d":[] } `), collect) || len(got) != 3 || got[1] != `b={"c":"}"}` || got[2] != "d=[]" {
+		t.Errorf("members: %q", got)
+	}
+	for _, doc := range []string{`{}`, ` {} `} {
+		if !Members([]byte(doc), collect) {
+			t.Errorf("Members(%s): not an object", doc)
+		}
+	}
+	for _, doc := range []string{`[]`, `"x"`, ``, `{"a"}`, `{"a":1`, `{"a":1 "b":2}`, `{"\u0061":1}`, `{"é":1}`} {
+		if Members([]byte(doc), func(_, _ []byte) bool { return true }) {
+			t.Errorf("Members(%s) = true", doc)
+		}
+	}
+	n := 0
+	if Members([]byte(`{"a":1,"b":2}`), func(_, _ []byte) bool { n++; return false }) || n != 1 {
+		t.Errorf("fn returning false: Members went on (%d calls)", n)
+	}
+}
