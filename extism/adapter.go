@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	extism "github.com/extism/go-sdk"
 	"github.com/hashicorp/go-hclog"
@@ -52,16 +54,36 @@ type Config struct {
 	// TempDir is where per-call /tmp directories are created; empty uses
 	// os.TempDir.
 	TempDir string
-	// DisableFuel compiles modules without fuel metering. Fuel is what
-	// stops a spinning guest cheaply (the fuel limit); without it the
-	// adapter has wazero close a guest when its deadline passes, which puts
-	// a call into every loop iteration and makes loops ~40x slower.
+	// DisableFuel lifts the instruction budget (the fuel limit): calls
+	// are bounded by their deadline alone. Modules are metered all the
+	// same, since fuel is also what brings a running guest back to Go code
+	// every slice (docs/fuel.md), so that it can be stopped at its deadline
+	// and cannot stall the host's garbage collector or scheduler.
 	DisableFuel bool
+	// LongCallLanes is how many guest calls that have computed for more
+	// than 10 ms may run at once; the others wait their turn, a slice of
+	// fuel at a time. Zero means GOMAXPROCS-1 (at least one), which leaves
+	// a processor to short calls and to the host itself however many
+	// guests spin.
+	LongCallLanes int
 	// DisableSnapshots makes instances run the guest's initialiser instead
 	// of starting from a snapshot taken at load (docs/snapshot.md). A Go
 	// guest's initialiser costs ~10 ms per instance; the snapshot costs
 	// ~0.5 s and a larger module at load.
 	DisableSnapshots bool
+}
+
+// longCall is how long a guest call computes before it needs one of the
+// adapter's lanes to go on (Config.LongCallLanes): well above a typical
+// tool call (0.1–2 ms), well below a timeout.
+const longCall = 10 * time.Millisecond
+
+// longCallLanes is the number of lanes for a configured value n.
+func longCallLanes(n int) int {
+	if n > 0 {
+		return n
+	}
+	return max(1, runtime.GOMAXPROCS(0)-1)
 }
 
 // Adapter loads wasm tools. It is safe for concurrent use.
@@ -72,12 +94,13 @@ type Adapter struct {
 	xforms   []Transform
 	lookup   LookupFunc
 	tmpBase  string
-	tmps     tmpDirs // per-call /tmp directories, recycled while untouched
-	fuel     bool
-	snap     bool    // pre-initialise modules (snapshot.go)
-	snapSeed []byte  // per-host secret the snapshots' random state is derived from
-	mem      memPool // guest memories of closed instances, cleared, for reuse
-	modDir   string  // transformed modules, under the cache directory
+	tmps     tmpDirs    // per-call /tmp directories, recycled while untouched
+	fuel     bool       // the fuel limit applies (modules are always metered)
+	lanes    *fuel.Gate // shared by every call's meter
+	snap     bool       // pre-initialise modules (snapshot.go)
+	snapSeed []byte     // per-host secret the snapshots' random state is derived from
+	mem      memPool    // guest memories of closed instances, cleared, for reuse
+	modDir   string     // transformed modules, under the cache directory
 	lists    listings
 
 	// scanned remembers the digest and scan of built-in modules, which
@@ -104,6 +127,7 @@ func New(cfg Config) (*Adapter, error) {
 		tmpBase:  cfg.TempDir,
 		tmps:     tmpDirs{base: cfg.TempDir},
 		fuel:     !cfg.DisableFuel,
+		lanes:    fuel.NewGate(longCallLanes(cfg.LongCallLanes), longCall),
 		snap:     !cfg.DisableSnapshots,
 	}
 	if a.log == nil {
@@ -229,15 +253,15 @@ func (a *Adapter) transform(raw []byte, info *moduleInfo, key string, snap func(
 		// fuel counter is not captured.
 		code = snap(code)
 	}
-	if a.fuel {
-		switch metered, err := fuel.Instrument(code); {
-		case errors.Is(err, fuel.ErrInstrumented):
-			// metered already
-		case err != nil:
-			return nil, err
-		default:
-			code = metered
-		}
+	// Always metered, fuel limit or not: the meter's refills are where a
+	// running guest comes back to Go (docs/fuel.md).
+	switch metered, err := fuel.Instrument(code); {
+	case errors.Is(err, fuel.ErrInstrumented):
+		// metered already
+	case err != nil:
+		return nil, err
+	default:
+		code = metered
 	}
 	for _, x := range a.xforms {
 		if code, err = x.Apply(code); err != nil {
@@ -369,9 +393,7 @@ func (a *Adapter) Load(ctx context.Context, spec *plugin.Spec) (plugin.Tool, err
 	if info.initName != "" {
 		key += "+init"
 	}
-	if a.fuel {
-		key += "+" + fuel.Version // a new cost model must not reuse code metered by an old one
-	}
+	key += "+" + fuel.Version // a new cost model must not reuse code metered by an old one
 	if a.snap && info.initName != "" {
 		key += snapshotKey(guestPaths(spec))
 	}

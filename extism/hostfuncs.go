@@ -121,6 +121,7 @@ func httpFail(code plugin.Code, format string, args ...any) *httpResponse {
 // doHTTP performs one guest HTTP request through the guarded client.
 func doHTTP(ctx context.Context, inst *instance, in *httpRequest) *httpResponse {
 	t := inst.t
+	inst.meter.Pause() // a guest waiting on the network needs no lane
 	if len(inst.spec.Capabilities.Hosts) == 0 {
 		return httpFail(plugin.CodeCapabilityDenied, "this tool has no network access")
 	}

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/toolhost/toolhost/extism/internal/fuel"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -100,91 +100,122 @@ func TestHostileGuests(t *testing.T) {
 }
 
 // TestSpinPastDeadline: with more fuel than the wall clock allows, the call
-// returns TOOL_EXECUTION_TIMEOUT at its deadline, and the spinning guest
-// stops soon after (its fuel is capped by the timeout), its instance closed.
+// returns TOOL_EXECUTION_TIMEOUT at its deadline and the guest has stopped
+// by then: its meter checks the deadline at every slice of fuel. (Before
+// fuel came in slices, the guest ran on after the answer until its
+// time-capped fuel ran out, and a garbage collection could stretch the
+// timeout itself to seconds.)
 func TestSpinPastDeadline(t *testing.T) {
 	sp := guestSpec("hostile", "loop")
 	sp.Limits = plugin.Limits{Timeout: 500 * time.Millisecond, Fuel: 1_000_000_000_000, Pool: -1}
 	tool := load(t, sp)
-	wt := tool.(*wasmTool)
 	start := time.Now()
+	// The guest runs on this goroutine: when the call returns, it stopped.
 	_, err := call(t, tool, &sp, nil, nil)
+	late := time.Since(start) - sp.Limits.Timeout
 	wantCode(t, err, plugin.CodeToolExecutionTimeout)
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("timed-out call returned after %s", d)
+	// The promise is 100 ms (docs/security.md); the bound is generous for a
+	// loaded machine.
+	if late > time.Second {
+		t.Errorf("timed-out call returned %s after its deadline", late)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for wt.live.Load() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("spinning guest still running %s after its deadline", time.Since(start))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Logf("guest stopped %s after the call started", time.Since(start))
+	t.Logf("returned %s after the deadline", late)
 	es := guestSpec("hostile", "state")
 	if _, err := call(t, load(t, es), &es, map[string]any{}, nil); err != nil {
 		t.Fatalf("after the timeout: %v", err)
 	}
 }
 
-// TestCallerGoroutineDeadline: a call whose fuel ends before its deadline
-// runs on the caller's goroutine; a guest sleeping there still stops at the
-// deadline, and promptly when the call is cancelled.
-func TestCallerGoroutineDeadline(t *testing.T) {
-	sp := guestSpec("fixtures", "sleep")
-	sp.Limits = plugin.Limits{Timeout: time.Second, Fuel: 100_000_000}
-	tool := load(t, sp)
-	ctx, cancel := context.WithTimeout(context.Background(), sp.Limits.Timeout)
-	defer cancel()
-	if !fuelEndsFirst(ctx, fuel.NewMeter(int64(sp.Limits.Fuel))) {
-		t.Fatal("the call would not run on the caller's goroutine: nothing to test")
-	}
-	args := json.RawMessage(`{"ms":60000}`)
-	req := func() *plugin.Request {
-		return &plugin.Request{ID: "test", Name: sp.Name, Arguments: args, Spec: &sp, Secrets: plugin.NewSecrets(nil), Log: hclog.NewNullLogger()}
-	}
-	start := time.Now()
-	_, err := tool.Call(context.Background(), req())
-	wantCode(t, err, plugin.CodeToolExecutionTimeout)
-	if d := time.Since(start); d < sp.Limits.Timeout || d > sp.Limits.Timeout+2*time.Second {
-		t.Errorf("a sleeping guest returned after %s, timeout %s", d, sp.Limits.Timeout)
-	}
+// TestDeadlineAndCancel: a guest sleeping in a host function stops at the
+// deadline, and promptly when the call is cancelled; so does a spinning one.
+func TestDeadlineAndCancel(t *testing.T) {
+	for _, tc := range []struct {
+		module, tool string
+		args         json.RawMessage
+	}{
+		{"fixtures", "sleep", json.RawMessage(`{"ms":60000}`)},
+		{"hostile", "loop", json.RawMessage(`{}`)},
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
+			sp := guestSpec(tc.module, tc.tool)
+			sp.Limits = plugin.Limits{Timeout: time.Second, Fuel: 1_000_000_000_000}
+			tool := load(t, sp)
+			req := func() *plugin.Request {
+				return &plugin.Request{ID: "test", Name: sp.Name, Arguments: tc.args, Spec: &sp, Secrets: plugin.NewSecrets(nil), Log: hclog.NewNullLogger()}
+			}
+			start := time.Now()
+			_, err := tool.Call(context.Background(), req())
+			wantCode(t, err, plugin.CodeToolExecutionTimeout)
+			if d := time.Since(start); d < sp.Limits.Timeout || d > sp.Limits.Timeout+time.Second {
+				t.Errorf("returned after %s, timeout %s", d, sp.Limits.Timeout)
+			}
 
-	ctx, cancel = context.WithCancel(context.Background())
-	time.AfterFunc(100*time.Millisecond, cancel)
-	start = time.Now()
-	_, err = tool.Call(ctx, req())
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled call: err = %v, want context.Canceled", err)
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("a cancelled call returned after %s", d)
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(100*time.Millisecond, cancel)
+			start = time.Now()
+			_, err = tool.Call(ctx, req())
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("cancelled call: err = %v, want context.Canceled", err)
+			}
+			if d := time.Since(start); d > time.Second {
+				t.Errorf("a cancelled call returned after %s", d)
+			}
+		})
 	}
 }
 
-func TestFuelEndsFirst(t *testing.T) {
-	at := func(d time.Duration) context.Context {
-		ctx, cancel := context.WithTimeout(context.Background(), d)
-		t.Cleanup(cancel)
-		return ctx
+// TestSpinnersDoNotStallOtherCalls: four guests spinning with fuel for
+// minutes (more than this machine's Ps) while another tool is called every
+// 50 ms. Compiled wasm cannot be preempted: before fuel came in slices, a
+// garbage collection waited for the spinners and every call stalled for
+// seconds. Now the spinners come back to Go every slice, and those that
+// have run long share GOMAXPROCS-1 lanes, leaving a processor to the rest.
+// The bound here is generous (a loaded CI machine); the 2x-of-idle figure is
+// BenchmarkCallBesideSpinners's.
+func TestSpinnersDoNotStallOtherCalls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spins four guests for seconds")
 	}
-	cases := []struct {
-		ctx    context.Context
-		budget int64
-		want   bool
-	}{
-		{context.Background(), 1, false}, // no deadline: never assumed
-		{at(30 * time.Second), 1_000_000_000, true},
-		{at(5 * time.Second), 1_000_000_000, true},
-		{at(3 * time.Second), 1_000_000_000, false},
-		{at(100 * time.Millisecond), 1_000_000_000, false},
-		{at(100 * time.Millisecond), 10_000_000, true},
+	spin := guestSpec("hostile", "loop")
+	spin.Limits = plugin.Limits{Timeout: 4 * time.Second, Fuel: 1_000_000_000_000, Pool: -1}
+	spinner := load(t, spin)
+	es := guestSpec("hostile", "state")
+	healthy := load(t, es)
+	idle := callLatencies(t, healthy, &es, 20, 0)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := call(t, spinner, &spin, nil, nil)
+			if plugin.CodeOf(err) != plugin.CodeToolExecutionTimeout {
+				t.Errorf("spinner: %v, want TOOL_EXECUTION_TIMEOUT", err)
+			}
+		}()
 	}
-	for i, c := range cases {
-		if got := fuelEndsFirst(c.ctx, fuel.NewMeter(c.budget)); got != c.want {
-			t.Errorf("case %d: fuelEndsFirst(budget %d) = %v, want %v", i, c.budget, got, c.want)
+	time.Sleep(100 * time.Millisecond)
+	busy := callLatencies(t, healthy, &es, 40, 50*time.Millisecond)
+	wg.Wait()
+	t.Logf("healthy call beside 4 spinners: max %v (idle max %v)", busy, idle)
+	if busy > 250*time.Millisecond+4*idle {
+		t.Errorf("a call beside spinning guests took %v (idle: %v)", busy, idle)
+	}
+}
+
+// callLatencies calls tool n times, every gap, and returns the slowest
+// call's duration.
+func callLatencies(t *testing.T, tool plugin.Tool, spec *plugin.Spec, n int, gap time.Duration) time.Duration {
+	t.Helper()
+	var worst time.Duration
+	for range n {
+		start := time.Now()
+		if _, err := call(t, tool, spec, map[string]any{}, nil); err != nil {
+			t.Fatal(err)
 		}
+		worst = max(worst, time.Since(start))
+		time.Sleep(gap)
 	}
+	return worst
 }
 
 func TestGuestErrors(t *testing.T) {

@@ -44,6 +44,7 @@ type instance struct {
 	guard     *netGuard
 	req       *plugin.Request
 	callDone  <-chan struct{}
+	meter     *fuel.Meter // set by wasmTool.run
 	log       hclog.Logger
 	cancel    context.CancelFunc
 	fileBytes atomic.Int64
@@ -191,6 +192,7 @@ func (inst *instance) nanosleep(ns int64) {
 	if ns <= 0 {
 		return
 	}
+	inst.meter.Pause() // a sleeping guest needs no lane
 	t := time.NewTimer(time.Duration(ns))
 	defer t.Stop()
 	select {

@@ -76,7 +76,7 @@ type wasmTool struct {
 	armed    atomic.Bool
 	quit     chan struct{}
 	wg       sync.WaitGroup // the refill goroutine
-	running  sync.WaitGroup // guest code executing (timed-out guests included)
+	running  sync.WaitGroup // guest calls executing
 	closeOne sync.Once
 }
 
@@ -158,19 +158,12 @@ func (t *wasmTool) compile() {
 			MaxHttpResponseBytes: 0,
 		},
 	}
+	// Metered code stops itself at its deadline (the meter's refills
+	// check the call's context); wazero's close-on-deadline would add a
+	// check to every loop iteration (loops run ~40x slower) and, unlike the
+	// refills, would not bring the guest back to a Go safe point.
 	rc := wazero.NewRuntimeConfig().WithCompilationCache(t.a.cache)
-	funcs := hostFunctions()
-	if t.a.fuel {
-		// Fuel-metered code stops itself; wazero's close-on-deadline would
-		// add a call to every loop iteration (loops run ~40x slower).
-		funcs = append(funcs, fuel.HostFunctions()...)
-	} else {
-		// Without fuel, a spinning guest can only be stopped by closing
-		// it when its context ends. go-sdk turns that on when the manifest
-		// has a timeout; the effective timeout is the call's deadline.
-		rc = rc.WithCloseOnContextDone(true)
-		manifest.Timeout = uint64(plugin.MaxLimits().Timeout.Milliseconds())
-	}
+	funcs := append(hostFunctions(), fuel.HostFunctions()...)
 	ctx := context.Background()
 	if t.direct() {
 		ctx = experimental.WithFunctionListenerFactory(ctx, directListener{})
@@ -497,18 +490,6 @@ type guestError struct{ msg string }
 
 func (e *guestError) Error() string { return e.msg }
 
-// fuelPerSecond converts a call's timeout into the most fuel it may burn.
-// Guests here run ~2.3e9 fuel units per second; the margin keeps a busy but
-// legitimate call from being cut before its deadline on a faster machine,
-// and bounds how long a spinning guest outlives its deadline.
-const fuelPerSecond = 5e9
-
-// slowFuelPerSecond is the least fuel per second a running guest is assumed
-// to burn: a tenth of what guests burn here. A call whose budget this rate
-// spends before the deadline needs no watchdog: a spinning guest runs out
-// of fuel first.
-const slowFuelPerSecond = 2.5e8
-
 // callResult is what a guest call returned.
 type callResult struct {
 	rc  uint32
@@ -551,69 +532,35 @@ func (t *wasmTool) run(ctx context.Context, req *plugin.Request, export string, 
 		// (docs/wasm.md): moving the input through Extism memory is slow.
 		pdkInput = nil
 	}
-	gctx := context.WithValue(cctx, instKey{}, inst)
-	var meter *fuel.Meter
-	timeCapped := false
+	// The guest runs on this goroutine and stops by itself: its meter
+	// checks the deadline every slice of fuel, and host functions (sleeps,
+	// HTTP) end at it. Without a fuel limit the budget is unbounded but
+	// the guest is metered all the same.
+	budget := int64(math.MaxInt64)
 	if t.a.fuel {
-		// The budget is the fuel limit, or what the wall clock allows if
-		// that is less: a metered guest is not closed at its deadline, so
-		// its fuel is what bounds the CPU it can burn after it.
-		budget := min(limits.Fuel, math.MaxInt64)
-		if c := uint64(limits.Timeout.Seconds() * fuelPerSecond); c < budget {
-			budget, timeCapped = c, true
-		}
-		meter = fuel.NewMeter(int64(budget))
-		gctx = fuel.WithMeter(gctx, meter)
+		budget = int64(min(limits.Fuel, math.MaxInt64))
 	}
+	meter := fuel.NewMeter(budget)
+	meter.Share(t.a.lanes)
+	inst.meter = meter
+	gctx := fuel.WithMeter(context.WithValue(cctx, instKey{}, inst), meter)
 	var r callResult
-	if t.a.fuel && !fuelEndsFirst(cctx, meter) {
-		// A metered guest is not closed at its deadline (that would slow
-		// every loop down); the call returns at the deadline and the guest
-		// stops at its next host call, sleep or fuel check failure, after
-		// which the instance is disposed of like every other. When its fuel
-		// ends before the deadline could, the guest runs on this goroutine
-		// (below): handing the call to another costs ~10 µs, a tenth of a
-		// small call.
-		done := make(chan callResult, 1)
-		t.running.Add(1)
-		go func() {
-			defer t.running.Done()
-			rc, out, err := inst.call(gctx, export, pdkInput)
-			done <- callResult{rc, out, err}
-		}()
-		select {
-		case r = <-done:
-		case <-cctx.Done():
-			go func() {
-				<-done
-				t.retire(inst)
-				t.refillLater()
-			}()
-			if ae := inst.aborted(); ae != nil {
-				return nil, false, 0, ae
-			}
-			if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-				return nil, false, 0, err
-			}
-			return nil, false, 0, plugin.Errorf(plugin.CodeToolExecutionTimeout, "the tool did not finish within %s", limits.Timeout)
-		}
-	} else {
-		t.running.Add(1)
-		r.rc, r.out, r.err = inst.call(gctx, export, pdkInput)
-		t.running.Done()
-	}
+	t.running.Add(1)
+	r.rc, r.out, r.err = inst.call(gctx, export, pdkInput)
+	t.running.Done()
+	meter.Release()
 	defer t.retire(inst)
 	var used uint64
-	if meter != nil && meter.Used() > 0 {
+	if t.a.fuel && meter.Used() > 0 {
 		used = uint64(meter.Used())
 	}
-	out, fromStdout, err := t.outcome(ctx, cctx, inst, req, limits, meter, timeCapped, export, r)
+	out, fromStdout, err := t.outcome(ctx, cctx, inst, req, limits, meter, export, r)
 	return out, fromStdout, used, err
 }
 
 // outcome turns what a guest call returned into output (and whether it came
 // from stdout) or an error.
-func (t *wasmTool) outcome(ctx, cctx context.Context, inst *instance, req *plugin.Request, limits plugin.Limits, meter *fuel.Meter, timeCapped bool, export string, r callResult) ([]byte, bool, error) {
+func (t *wasmTool) outcome(ctx, cctx context.Context, inst *instance, req *plugin.Request, limits plugin.Limits, meter *fuel.Meter, export string, r callResult) ([]byte, bool, error) {
 	rc, out, err := r.rc, r.out, r.err
 	if ae := inst.aborted(); ae != nil {
 		return nil, false, ae
@@ -625,10 +572,7 @@ func (t *wasmTool) outcome(ctx, cctx context.Context, inst *instance, req *plugi
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, false, ctx.Err()
 		}
-		if errors.Is(err, fuel.ErrExhausted) || (meter != nil && meter.Exhausted()) {
-			if timeCapped {
-				return nil, false, plugin.Errorf(plugin.CodeToolExecutionTimeout, "the tool did not finish within %s", limits.Timeout)
-			}
+		if errors.Is(err, fuel.ErrExhausted) || meter.Exhausted() {
 			return nil, false, plugin.LimitError("fuel", "the tool ran out of fuel (%d instructions)", meter.Budget())
 		}
 		var exit *sys.ExitError
@@ -661,15 +605,6 @@ func (t *wasmTool) outcome(ctx, cctx context.Context, inst *instance, req *plugi
 	return out, fromStdout, nil
 }
 
-// fuelEndsFirst reports whether m's budget runs out, at the slowest rate a
-// guest is assumed to burn fuel, before ctx's deadline: then a spinning
-// guest stops by itself in time, and sleeps and host calls end at the
-// deadline anyway.
-func fuelEndsFirst(ctx context.Context, m *fuel.Meter) bool {
-	d, ok := ctx.Deadline()
-	return ok && float64(m.Budget()) <= time.Until(d).Seconds()*slowFuelPerSecond
-}
-
 func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		return s[:i]
@@ -691,8 +626,9 @@ func (t *wasmTool) Close() error {
 		})
 		<-t.done
 		t.wg.Wait()
-		// A guest that outlived its deadline runs until its fuel is spent;
-		// its memory and runtime must not go away under it.
+		// A call still running (Close does not wait for callers) stops at
+		// its deadline at the latest; its memory and runtime must not go
+		// away under it.
 		t.running.Wait()
 		t.closeRetired()
 		if t.pool != nil {
@@ -764,11 +700,8 @@ func (p *instPool) close() []*instance {
 	return insts
 }
 
-// KeepsDeadline implements plugin.DeadlineKeeper. With fuel metering, a
-// guest whose fuel lasts longer than its time (at the rate of
-// slowFuelPerSecond) runs on a goroutine of its own: Call returns at the
-// deadline and the guest stops at its next host call or when its fuel runs
-// out. Any other guest runs on the caller's goroutine: its sleeps and host
-// calls end at the deadline and its fuel runs out before it. Without fuel,
-// the guest is closed at the deadline.
+// KeepsDeadline implements plugin.DeadlineKeeper. A guest runs on the
+// caller's goroutine and stops within a slice of fuel (well under a
+// millisecond) of its deadline: the meter checks the call's context at
+// every refill, and sleeps and host calls end at the deadline.
 func (t *wasmTool) KeepsDeadline() bool { return true }

@@ -2,14 +2,21 @@ package builtin_test
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/toolhost/toolhost/extism"
+	"github.com/toolhost/toolhost/plugin"
 )
 
 // BenchmarkRead reads a 4 KiB and a 1 MiB file end to end through the host
@@ -72,10 +79,13 @@ func BenchmarkRead(b *testing.B) {
 // pauses. The timer is not stopped around the pauses: testing.B reads the
 // memory statistics each time it is, which stops the world and empties
 // the allocator's caches, and the next call would pay for that.
-func pacedLatency(b *testing.B, call func()) {
+func pacedLatency(b *testing.B, call func()) { pacedLatencyEvery(b, 20*time.Millisecond, call) }
+
+// pacedLatencyEvery is pacedLatency with a pause of gap before each call.
+func pacedLatencyEvery(b *testing.B, gap time.Duration, call func()) {
 	lat := make([]time.Duration, 0, b.N)
 	for b.Loop() {
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(gap)
 		t0 := time.Now()
 		call()
 		lat = append(lat, time.Since(t0))
@@ -83,6 +93,69 @@ func pacedLatency(b *testing.B, call func()) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
+
+// spinWasm is a raw-mode module whose one export, spin, loops forever:
+//
+//	(module (func (export "spin") (result i32) (loop (br 0)) (i32.const 0)))
+var spinWasm = []byte{
+	0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+	0x01, 0x05, 0x01, 0x60, 0x00, 0x01, 0x7f, // type: () -> i32
+	0x03, 0x02, 0x01, 0x00, // function 0 has type 0
+	0x07, 0x08, 0x01, 0x04, 's', 'p', 'i', 'n', 0x00, 0x00, // export "spin"
+	0x0a, 0x0b, 0x01, 0x09, 0x00, 0x03, 0x40, 0x0c, 0x00, 0x0b, 0x41, 0x00, 0x0b, // loop br 0 end; i32.const 0
+}
+
+// BenchmarkReadBesideSpinners reads a 4 KiB file every 50 ms, with no
+// other load and then beside four guests that spin (fuel for minutes, a 10 s timeout)
+// (more guests than this machine has cores), and reports each phase's p50
+// and p99 (pacedLatencyEvery): the ratio of the p99s is what a spinning
+// guest costs everyone else. Compiled wasm cannot be preempted; the fuel
+// meter's refills bring each spinner back to Go every slice, and spinners
+// that have run long share GOMAXPROCS-1 lanes (docs/fuel.md).
+func BenchmarkReadBesideSpinners(b *testing.B) {
+	dir := b.TempDir()
+	content := strings.Repeat("x", 4<<10)
+	if err := os.WriteFile(filepath.Join(dir, "4KiB.txt"), []byte(content), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	spin := plugin.Spec{
+		Name:        "spin",
+		Tier:        plugin.TierReadOnly,
+		Source:      plugin.Source{Kind: extism.Kind, Bytes: spinWasm, Export: "spin"},
+		InputSchema: json.RawMessage(`{"type":"object"}`),
+		Limits:      plugin.Limits{Timeout: 10 * time.Second, Fuel: 1_000_000_000_000},
+	}
+	h := newHost(b, fsSpec("filesystem.read", dir, nil), spin)
+	for _, spinners := range []int{0, 4} {
+		b.Run(fmt.Sprintf("spinners=%d", spinners), func(b *testing.B) {
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			var calls atomic.Int64
+			for range spinners {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for ctx.Err() == nil {
+						calls.Add(1)
+						_, _ = h.Invoke(ctx, plugin.Call{Name: "spin", Arguments: json.RawMessage(`{}`)})
+					}
+				}()
+			}
+			time.Sleep(200 * time.Millisecond) // the spinners are past their first slices
+			pacedLatencyEvery(b, 50*time.Millisecond, func() {
+				res, err := invoke(b, h, "filesystem.read", `{"path":"4KiB.txt"}`)
+				if err != nil || len(res.TextContent()) != len(content) {
+					b.Fatalf("read: %v", err)
+				}
+			})
+			cancel()
+			wg.Wait()
+			if n := calls.Load(); n != int64(spinners) {
+				b.Logf("%d spin calls for %d spinners", n, spinners)
+			}
+		})
+	}
 }
 
 // BenchmarkList lists a directory of 20 files with filesystem.list, back
