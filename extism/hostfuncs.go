@@ -234,6 +234,7 @@ func doInvoke(ctx context.Context, inst *instance, in *invokeRequest) *invokeRes
 		inst.abort(plugin.LimitError("tool_invocations", "the tool invoked other tools more than %d times", inst.limits.ToolInvocations))
 		return &invokeResponse{Code: plugin.CodeLimitExceeded, Error: "tool_invocations limit exceeded"}
 	}
+	inst.meter.Pause() // the nested call may need the lane this one holds
 	res, err := inst.req.Invoker.Invoke(ctx, plugin.Call{Name: in.Name, Arguments: in.Arguments})
 	if err != nil {
 		return &invokeResponse{Code: plugin.CodeOf(err), Error: inst.req.Secrets.Redact(err.Error())}

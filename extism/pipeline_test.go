@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolhost/toolhost/plugin"
 )
@@ -124,4 +125,37 @@ func mustMarshal(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestNestedCallDoesNotHoldALane: a guest that has computed long enough to
+// need one of the adapter's lanes (docs/fuel.md) and then waits for a
+// nested tool call gives its lane up; with a single lane, the nested guest
+// would otherwise wait for it until its deadline.
+func TestNestedCallDoesNotHoldALane(t *testing.T) {
+	a, err := New(Config{CacheDir: cacheDir, LongCallLanes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := plugin.NewHost(plugin.Options{Adapters: []plugin.Adapter{a}, Grants: plugin.Capabilities{Invoke: []string{"*"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	inv := guestSpec("hostile", "invoke")
+	inv.Capabilities.Invoke = []string{"loop"}
+	inv.Limits = plugin.Limits{Timeout: 20 * time.Second}
+	hostLoad(t, h, inv)
+	loop := guestSpec("hostile", "loop")
+	// Enough fuel for well over the lane threshold (10 ms), far less than
+	// the timeout: the nested call must end by running out of fuel.
+	loop.Limits = plugin.Limits{Timeout: 3 * time.Second, Fuel: 500_000_000}
+	hostLoad(t, h, loop)
+	res, err := invoke(t, h, "invoke", map[string]any{"name": "loop", "args": map[string]any{}, "burn": 20_000_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := mustMarshal(t, structured(t, res))
+	if !strings.Contains(got, "LIMIT_EXCEEDED") || strings.Contains(got, "TOOL_EXECUTION_TIMEOUT") {
+		t.Fatalf("nested call: %s, want LIMIT_EXCEEDED (fuel)", got)
+	}
 }

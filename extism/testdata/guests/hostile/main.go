@@ -167,13 +167,23 @@ func init() {
 			r := pdk.NewHTTPRequest(pdk.MethodGet, in.URL).Send()
 			return map[string]any{"status": r.Status(), "body": string(r.Body())}, nil
 		}),
-		guest.Func("invoke", "Invokes another tool.", anyObject, func(in struct {
+		guest.Func("invoke", "Invokes another tool (after burn rounds of arithmetic).", anyObject, func(in struct {
 			Name  string          `json:"name"`
 			Args  json.RawMessage `json:"args"`
 			Count int             `json:"count"`
+			Burn  int64           `json:"burn"`
 		}) (map[string]any, error) {
 			if in.Count == 0 {
 				in.Count = 1
+			}
+			x := uint64(88172645463325252)
+			for i := int64(0); i < in.Burn; i++ {
+				x ^= x << 13
+				x ^= x >> 7
+				x ^= x << 17
+			}
+			if x == 0 {
+				return nil, fmt.Errorf("unreachable: xorshift never yields 0")
 			}
 			var res *guest.Result
 			var err error
