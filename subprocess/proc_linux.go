@@ -200,10 +200,22 @@ func alive(pid int) bool {
 	return s[i+2] != 'Z' && s[i+2] != 'X'
 }
 
-// killTree stops a plugin's process tree: SIGTERM to the group and every
-// descendant, up to grace for them to exit, then SIGKILL to the group and to
-// every process still found, repeated until none is left or ctx ends. It
-// reaps re-parented descendants that became the host's zombies.
+// killTree stops a plugin's process tree: SIGTERM to the group, up to
+// grace for it to exit, then SIGKILL — first where the kernel makes one
+// signal final, then to every process still found, repeated until none is
+// left or ctx ends. It reaps re-parented descendants that became the
+// host's zombies.
+//
+// The SIGKILL goes out before anything is listed: listing a fork bomb that
+// no pids cgroup caps is a race with the bomb (on a busy machine the walk
+// did not finish in 3 s). In a PID namespace, SIGKILL to its init (root)
+// makes the kernel kill every member and refuse new PIDs in it, and the
+// init's exit completes only once the namespace is empty, so waiting for
+// root is waiting for the whole tree. A sealed process group (seccomp
+// forbids setpgid and setsid) gets one kill(-pgid), which the kernel
+// delivers to every member, a fork racing it included. The walk after
+// that only confirms, and catches what escaped the group in an unsealed
+// tree.
 func killTree(ctx context.Context, g *group, grace time.Duration) error {
 	if g == nil || g.root == 0 {
 		return nil
@@ -212,42 +224,59 @@ func killTree(ctx context.Context, g *group, grace time.Duration) error {
 	// is not this function's job: remove it in the background.
 	defer func() { go removeCgroupWhenEmpty(g.cgroup) }()
 	root, pgid := g.root, g.pgid
-	procs := tree(ctx, g, true, 0)
-	if len(procs) == 0 {
-		return nil
-	}
 	if grace > 0 {
 		signalGroup(pgid, syscall.SIGTERM)
-		for _, p := range procs {
+		for _, p := range tree(ctx, g, true, 0) {
 			_ = unix.Kill(p, syscall.SIGTERM)
 		}
 		deadline := time.Now().Add(grace)
 		for time.Now().Before(deadline) {
-			if procs = liveOf(procs); len(procs) == 0 {
-				if procs = tree(ctx, g, true, 0); len(procs) == 0 {
-					return nil
-				}
+			if len(tree(ctx, g, true, 1)) == 0 {
+				return nil
 			}
 			time.Sleep(2 * time.Millisecond)
 		}
 	}
+	if g.pidns {
+		_ = unix.Kill(root, syscall.SIGKILL)
+	}
+	signalGroup(pgid, syscall.SIGKILL)
+	if g.pidns && waitGone(ctx, root) {
+		// The namespace is empty; what is left to do is reaping, which
+		// the init did for its members and exec.Cmd does for root.
+		return nil
+	}
+	var procs []int
 	for i := 0; ; i++ {
+		procs = tree(ctx, g, true, 0)
+		if len(procs) == 0 {
+			return nil
+		}
 		signalGroup(pgid, syscall.SIGKILL)
 		for _, p := range procs {
 			_ = unix.Kill(p, syscall.SIGKILL)
 		}
 		reapOrphans(procs, root)
 		if procs = liveOf(procs); len(procs) == 0 {
-			// Confirm with a full scan: a process forked just before the
-			// signal, or not seen before.
-			if procs = tree(ctx, g, true, 0); len(procs) == 0 {
-				return nil
-			}
+			continue // confirm with a full walk: a process not seen before
 		}
 		if ctx.Err() != nil {
 			return errors.New("processes survived the kill: " + pidList(procs))
 		}
 		time.Sleep(time.Millisecond << min(i/50, 3))
+	}
+}
+
+// waitGone waits until pid has exited (without reaping it: its exec.Cmd
+// does), or ctx ends. It reports whether pid exited.
+func waitGone(ctx context.Context, pid int) bool {
+	done := make(chan struct{})
+	go waitExit(pid, done)
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
