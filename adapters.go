@@ -30,7 +30,11 @@ func builtinAdapters() []builtinAdapter {
 			})
 		}},
 		{kind: subprocess.Kind, build: func(cfg *config.Config, log hclog.Logger) (plugin.Adapter, error) {
-			return subprocess.New(subprocess.Config{Logger: log, PluginDir: cfg.Host.PluginDir})
+			sc := subprocess.Config{Logger: log, PluginDir: cfg.Host.PluginDir}
+			if u := cfg.Host.SubprocessUser; u != nil {
+				sc.RunAs = &subprocess.Identity{UID: u[0], GID: u[1]}
+			}
+			return subprocess.New(sc)
 		}},
 		{kind: mcp.Kind, build: func(cfg *config.Config, log hclog.Logger) (plugin.Adapter, error) {
 			return mcp.NewAdapter(mcp.AdapterOptions{Logger: log, Secrets: cfg.Secrets, Version: Version}), nil

@@ -76,6 +76,14 @@ type Config struct {
 	// one is available; the task count is then bounded only by the
 	// watchdog. Meant for tests of that fallback.
 	NoPIDsCgroup bool
+	// RunAs is the identity sandboxed processes run as when the host runs
+	// as root: they then hold no capability and cannot read what root
+	// alone may (/etc/shadow, /root, other processes' /proc entries). Nil
+	// means 65534:65534 (nobody:nogroup). Read-write mounts must be
+	// writable by it; the adapter hands it each process's scratch and
+	// socket directories. Ignored when the host does not run as root
+	// (processes then keep the host's unprivileged identity).
+	RunAs *Identity
 	// SystemReadDirs are readable (and executable) by every sandboxed
 	// process, besides its own plugin directory and granted mounts.
 	// Default: /usr /lib /lib64 /lib32 /bin /sbin /etc /opt /proc /sys /dev.
@@ -83,6 +91,18 @@ type Config struct {
 
 	ownScratch bool // ScratchDir was made by New; Close removes it
 }
+
+// Identity is a numeric user and group.
+type Identity struct {
+	UID, GID uint32
+}
+
+// String is "uid:gid".
+func (id Identity) String() string { return fmt.Sprintf("%d:%d", id.UID, id.GID) }
+
+// nobody is the identity sandboxed processes of a root host run as by
+// default.
+var nobody = Identity{UID: 65534, GID: 65534}
 
 func (c Config) withDefaults() (Config, error) {
 	if c.Logger == nil {
@@ -148,6 +168,9 @@ type Adapter struct {
 	log  hclog.Logger
 	hard Hardening
 
+	// runAs is who sandboxed processes run as, nil for the host's own
+	// identity (a host that is not root).
+	runAs *Identity
 	// cgroupParent is the host's pids cgroup directory, "" if none.
 	cgroupParent string
 	seq          atomic.Uint64
@@ -195,7 +218,50 @@ func New(cfg Config) (*Adapter, error) {
 			a.hard.Missing = append(a.hard.Missing, "cannot become child subreaper: orphaned plugin descendants re-parent to init (the kill still finds them by process group and cgroup)")
 		}
 	}
+	if a.hard.Supported {
+		if err := a.isolateIdentity(); err != nil {
+			return nil, err
+		}
+	}
 	return a, nil
+}
+
+// isolateIdentity decides who sandboxed processes run as and keeps them out
+// of the host's /proc entries: a root host hands them RunAs (and they see
+// only their own tree's /proc where they get a PID namespace); any other
+// host makes itself non-dumpable, which puts its /proc/<pid>/environ, mem
+// and fd out of reach of processes of its own uid that hold no
+// CAP_SYS_PTRACE.
+func (a *Adapter) isolateIdentity() error {
+	a.hard.PrivateProc = a.hard.PIDNamespace
+	if os.Geteuid() == 0 {
+		id := nobody
+		if a.cfg.RunAs != nil {
+			id = *a.cfg.RunAs
+		}
+		if id.UID == 0 {
+			return fmt.Errorf("subprocess: RunAs %s would leave plugins root", id)
+		}
+		a.runAs = &id
+		a.hard.RunAs = id.String()
+		// Each process's scratch and socket directories are its own, but
+		// it must be able to pass through the adapter's.
+		if err := os.Chmod(a.cfg.ScratchDir, 0o711); err != nil {
+			return fmt.Errorf("subprocess: scratch directory: %w", err)
+		}
+		if err := reachable(a.cfg.ScratchDir, id, needSearch); err != nil {
+			return fmt.Errorf("subprocess: the scratch directory is out of reach of the identity plugins run as (%s): %w; choose one under a directory others may search", id, err)
+		}
+	} else {
+		a.hard.Missing = append(a.hard.Missing, "the host is not root: plugins run as the host's own user (without capabilities)")
+	}
+	if !a.hard.PrivateProc {
+		if err := hideHostProc(); err != nil {
+			return fmt.Errorf("subprocess: %w", err)
+		}
+		a.hard.Missing = append(a.hard.Missing, "no private /proc (needs PID and mount namespaces): plugins can list the host's processes; the host is made non-dumpable so that their environ, memory and descriptors stay unreadable")
+	}
+	return nil
 }
 
 // Kind returns "subprocess".
@@ -233,6 +299,9 @@ func (a *Adapter) Load(ctx context.Context, spec *plugin.Spec) (plugin.Tool, err
 		err error
 	)
 	if spec.Source.Builtin != "" {
+		if err := a.checkReachable(spec, ""); err != nil {
+			return nil, err
+		}
 		var bt *commandTool
 		bt, err = a.loadBuiltin(spec)
 		t, s = bt, bt

@@ -17,7 +17,7 @@ import (
 // mounted read-only.
 func builtinTool(t *testing.T, a *Adapter, name string, mod func(*plugin.Spec)) (plugin.Tool, string) {
 	t.Helper()
-	ws := t.TempDir()
+	ws := sandboxDir(t)
 	exe, _ := os.Executable()
 	var spec plugin.Spec
 	for _, s := range BuiltinSpecs() {
@@ -305,7 +305,7 @@ var _ = strconv.Itoa
 // shell.exec needs approval whatever the configuration forgot to say, and
 // its tier cannot be lowered.
 func TestBuiltinTier(t *testing.T) {
-	ws := t.TempDir()
+	ws := sandboxDir(t)
 	grants := plugin.Capabilities{Subprocess: true, Mounts: []plugin.Mount{{HostPath: ws, GuestPath: "/workspace"}}}
 	h, err := plugin.NewHost(plugin.Options{Grants: grants, Adapters: []plugin.Adapter{newTestAdapter(t, nil)}})
 	if err != nil {

@@ -37,6 +37,12 @@ type Hardening struct {
 	// shim forks it from a thread that never exits). The host itself does
 	// not use the parent-death signal: see DiesWithHost.
 	ParentDeathSignal bool
+	// PrivateProc: each plugin sees a procfs of its own on /proc (PID and
+	// mount namespaces), which lists its tree and nothing of the host's.
+	PrivateProc bool
+	// RunAs is the uid:gid plugins run as, without capabilities, when the
+	// host runs as root; "" when they keep the host's (unprivileged) user.
+	RunAs string
 	// DiesWithHost: each shim holds the read end of a pipe only the host
 	// writes to; at end of file (the host is gone, however it died) the shim
 	// kills its plugin's whole process group and itself.
@@ -98,6 +104,10 @@ func (h Hardening) String() string {
 			fmt.Fprintf(&b, "  child subreaper:       %s\n", yes(h.Subreaper))
 		}
 		fmt.Fprintf(&b, "  pid namespace:         %s\n", yes(h.PIDNamespace))
+		fmt.Fprintf(&b, "  private /proc:         %s\n", yes(h.PrivateProc))
+		if h.RunAs != "" {
+			fmt.Fprintf(&b, "  runs as:               %s, no capabilities\n", h.RunAs)
+		}
 		fmt.Fprintf(&b, "  pids cgroup:           %s\n", yes(h.PIDsCgroup))
 		fmt.Fprintf(&b, "  dies with the host:    %s (lifeline pipe)\n", yes(h.DiesWithHost))
 		fmt.Fprintf(&b, "  rlimits:               CPU, DATA, FSIZE, NOFILE, CORE=0 (never AS)\n")

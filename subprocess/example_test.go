@@ -46,7 +46,7 @@ func buildGitPlugin(t testing.TB) string {
 // gitRepo makes a repository with two commits.
 func gitRepo(t *testing.T) string {
 	t.Helper()
-	return gitRepoAt(t, t.TempDir())
+	return gitRepoAt(t, searchableTempDir(t))
 }
 
 // gitRepoAt makes a repository with two commits in dir.
@@ -149,7 +149,7 @@ func TestExampleGitPluginConfig(t *testing.T) {
 	}
 	// The layout the snippet assumes, beside a copy of it: bin/git-plugin
 	// and a workspace directory holding a repository.
-	dir := t.TempDir()
+	dir := searchableTempDir(t)
 	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,46 @@ func TestMain(m *testing.M) {
 		runTestPlugin(os.Args[2], os.Args[3:])
 		os.Exit(0)
 	}
+	openExeDir()
 	os.Exit(m.Run())
+}
+
+// openExeDir lets the sandboxed processes' identity (nobody, under a root
+// host) search the directories of the test binary, which tests mount
+// read-only: go test builds it in a 0700 directory.
+func openExeDir() {
+	exe, err := os.Executable()
+	if err != nil || os.Geteuid() != 0 {
+		return
+	}
+	for d := filepath.Dir(exe); d != os.TempDir() && d != "/" && d != "."; d = filepath.Dir(d) {
+		_ = os.Chmod(d, 0o755)
+	}
+}
+
+// sandboxDir returns a fresh temporary directory that sandboxed processes
+// may use as a read-write mount: its parent open to search (t.TempDir
+// makes it 0700) and, under a root host, the directory given to the
+// identity plugins run as — what an operator does for a writable mount.
+func sandboxDir(t testing.TB) string {
+	t.Helper()
+	d := searchableTempDir(t)
+	if os.Geteuid() == 0 {
+		if err := os.Chown(d, int(nobody.UID), int(nobody.GID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+// searchableTempDir is t.TempDir with its parent open to search.
+func searchableTempDir(t testing.TB) string {
+	t.Helper()
+	d := t.TempDir()
+	if err := os.Chmod(filepath.Dir(d), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 func runTestPlugin(mode string, rest []string) {
@@ -88,6 +127,8 @@ func runTestPlugin(mode string, rest []string) {
 		spin()
 	case "host":
 		runTestHost(rest)
+	case "shellhost":
+		runShellHost(rest)
 	default:
 		fmt.Fprintf(os.Stderr, "unknown test plugin mode %q\n", mode)
 		os.Exit(2)
@@ -403,6 +444,40 @@ func runTestHost(rest []string) {
 	time.Sleep(fuse)
 }
 
+// runShellHost is a host in a process of its own, whose environment the
+// test sets: it runs one shell.exec command (args: scratch directory,
+// workspace, command; "HOSTPID" in the command becomes the host's pid)
+// and prints the tool's answer.
+func runShellHost(rest []string) {
+	a, err := New(Config{ScratchDir: rest[0], KillGrace: 200 * time.Millisecond})
+	if err != nil {
+		fmt.Println("ERROR", err)
+		os.Exit(1)
+	}
+	defer a.Close()
+	var spec plugin.Spec
+	for _, s := range BuiltinSpecs() {
+		if s.Name == BuiltinShellExec {
+			spec = s
+		}
+	}
+	spec.Capabilities.Mounts = []plugin.Mount{{HostPath: rest[1], GuestPath: "/workspace"}}
+	tool, err := a.Load(context.Background(), &spec)
+	if err != nil {
+		fmt.Println("ERROR", err)
+		os.Exit(1)
+	}
+	cmd := strings.ReplaceAll(rest[2], "HOSTPID", strconv.Itoa(os.Getpid()))
+	args, _ := json.Marshal(map[string]string{"command": cmd})
+	res, err := tool.Call(context.Background(), &plugin.Request{Arguments: args})
+	if err != nil {
+		fmt.Println("ERROR", err)
+		os.Exit(1)
+	}
+	fmt.Println(a.Hardening().String())
+	fmt.Print(res.TextContent())
+}
+
 var (
 	sumOnce sync.Once
 	sumVal  string
@@ -442,7 +517,7 @@ func newTestAdapter(t testing.TB, mod func(*Config)) *Adapter {
 	t.Helper()
 	cfg := Config{
 		Logger:         hclog.New(&hclog.LoggerOptions{Name: "test", Level: testLogLevel(), Output: testWriter{t}}),
-		ScratchDir:     t.TempDir(),
+		ScratchDir:     searchableTempDir(t),
 		StartTimeout:   5 * time.Second,
 		KillGrace:      300 * time.Millisecond,
 		SampleInterval: 20 * time.Millisecond,
@@ -709,7 +784,7 @@ func load(t testing.TB, a *Adapter, spec *plugin.Spec) plugin.Tool {
 // started.
 func startTestHost(t *testing.T, mark string, env ...string) (*exec.Cmd, []int) {
 	exe, _ := os.Executable()
-	cmd := exec.Command(exe, testPluginArg, "host", t.TempDir(), mark)
+	cmd := exec.Command(exe, testPluginArg, "host", searchableTempDir(t), mark)
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -252,7 +252,7 @@ func TestHostileFillsDisk(t *testing.T) {
 			// The plugin writes into a read-write mount, where the host
 			// can look at the file after the plugin is gone (its scratch
 			// directory goes with it).
-			out := t.TempDir()
+			out := sandboxDir(t)
 			s := testSpec(testPluginSum(), "filldisk", "serve", mark)
 			s.Capabilities.Mounts = []plugin.Mount{{HostPath: out, GuestPath: "/out"}}
 			tool := load(t, a, s)
@@ -486,7 +486,7 @@ func mustServeTool(t *testing.T, tool plugin.Tool, code plugin.Code) {
 
 func TestHostileBinarySwapped(t *testing.T) {
 	exe, _ := os.Executable()
-	dir := t.TempDir()
+	dir := sandboxDir(t)
 	bin := filepath.Join(dir, "plugin")
 	data, err := os.ReadFile(exe)
 	if err != nil {

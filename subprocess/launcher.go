@@ -112,17 +112,23 @@ func lifeline() *os.File {
 // shimConfig is what the shim needs to know to run ls.
 func (a *Adapter) shimConfig(ls *launchSpec) shimConfig {
 	cfg := shimConfig{
-		Exe:        ls.Exe,
-		FD:         -1,
-		Args:       ls.Args,
-		Dir:        ls.Dir,
-		CPUSeconds: ls.CPUSeconds,
-		DataBytes:  ls.DataBytes,
-		FileBytes:  ls.FileBytes,
-		OpenFiles:  ls.OpenFiles,
-		Seccomp:    a.hard.Seccomp,
-		Landlock:   a.hard.Landlock,
-		RWFiles:    []string{"/dev/null", "/dev/zero", "/dev/full"},
+		Exe:         ls.Exe,
+		FD:          -1,
+		Args:        ls.Args,
+		Dir:         ls.Dir,
+		CPUSeconds:  ls.CPUSeconds,
+		DataBytes:   ls.DataBytes,
+		FileBytes:   ls.FileBytes,
+		OpenFiles:   ls.OpenFiles,
+		Seccomp:     a.hard.Seccomp,
+		Landlock:    a.hard.Landlock,
+		PrivateProc: a.hard.PIDNamespace,
+		UID:         -1,
+		GID:         -1,
+		RWFiles:     []string{"/dev/null", "/dev/zero", "/dev/full"},
+	}
+	if id := a.runAs; id != nil {
+		cfg.UID, cfg.GID = int(id.UID), int(id.GID)
 	}
 	cfg.ReadOnly = append(slices.Clone(a.cfg.SystemReadDirs), filepath.Dir(ls.Exe))
 	cfg.ReadOnly = append(cfg.ReadOnly, ls.ReadOnly...)
@@ -158,11 +164,25 @@ func baseEnv(scratch string, allow []string) []string {
 	return env
 }
 
-// scratchDir creates a fresh 0700 scratch directory for one process.
+// scratchDir creates a fresh 0700 scratch directory for one process,
+// owned by the identity the process runs as.
 func (a *Adapter) scratchDir(prefix string) (string, error) {
 	d, err := os.MkdirTemp(a.cfg.ScratchDir, prefix)
 	if err != nil {
 		return "", fmt.Errorf("scratch directory: %w", err)
 	}
+	if err := a.handOver(d); err != nil {
+		os.RemoveAll(d)
+		return "", fmt.Errorf("scratch directory: %w", err)
+	}
 	return d, nil
+}
+
+// handOver gives dir to the identity sandboxed processes run as, if they
+// run as another than the host's.
+func (a *Adapter) handOver(dir string) error {
+	if a.runAs == nil {
+		return nil
+	}
+	return os.Chown(dir, int(a.runAs.UID), int(a.runAs.GID))
 }

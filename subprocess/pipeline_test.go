@@ -15,7 +15,7 @@ import (
 // truncated by the host's pipeline for the model, and the full output is
 // kept as an artifact.
 func TestShellExecThroughHost(t *testing.T) {
-	ws := t.TempDir()
+	ws := sandboxDir(t)
 	grants := plugin.Capabilities{Subprocess: true, Mounts: []plugin.Mount{{HostPath: ws, GuestPath: "/workspace"}}}
 	a := newTestAdapter(t, nil)
 	h, err := plugin.NewHost(plugin.Options{Grants: grants, Approver: plugin.ApproveAll, Adapters: []plugin.Adapter{a}})

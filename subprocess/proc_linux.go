@@ -76,9 +76,21 @@ func pidNamespaceAllowed() bool {
 func sysProcAttr(pidns bool) *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Setpgid: true}
 	if pidns {
-		a.Cloneflags = unix.CLONE_NEWPID
+		// A mount namespace with it, for the shim's private /proc.
+		a.Cloneflags = unix.CLONE_NEWPID | unix.CLONE_NEWNS
 	}
 	return a
+}
+
+// hideHostProc makes the host non-dumpable: its /proc/<pid> files then
+// belong to root, and ptrace-mode checks refuse processes without
+// CAP_SYS_PTRACE, plugins of the host's own uid among them. (It also turns
+// off the host's core dumps.)
+func hideHostProc() error {
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("making the host non-dumpable: %w", err)
+	}
+	return nil
 }
 
 // landlockABI returns the kernel's Landlock ABI version, 0 if none.

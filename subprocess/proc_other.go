@@ -57,3 +57,5 @@ func removeCgroupWhenEmpty(string) {}
 func isSubreaper() bool { return false }
 
 func signalName(sig syscall.Signal) string { return sig.String() }
+
+func hideHostProc() error { return nil }

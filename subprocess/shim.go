@@ -41,6 +41,14 @@ type shimConfig struct {
 
 	Seccomp  bool `json:"seccomp"`
 	Landlock bool `json:"landlock"`
+	// PrivateProc: the shim is the init of new PID and mount namespaces
+	// and mounts a procfs of its own on /proc, which shows the plugin's
+	// tree and nothing else.
+	PrivateProc bool `json:"private_proc,omitempty"`
+	// UID and GID, when UID > 0, are the identity the plugin runs as,
+	// without supplementary groups or capabilities (the host runs as root).
+	UID int `json:"uid"`
+	GID int `json:"gid"`
 	// ReadOnly and ReadWrite are Landlock directory rules; RWFiles are
 	// single files (such as /dev/null) that may be written.
 	ReadOnly  []string `json:"ro,omitempty"`

@@ -34,6 +34,12 @@ func runShim(cfg *shimConfig) error {
 	if err := joinCgroup(cfg.Cgroup); err != nil {
 		return fmt.Errorf("cgroup: %w", err)
 	}
+	if cfg.PrivateProc {
+		// Before Landlock, whose rule for /proc must name the new one.
+		if err := mountPrivateProc(); err != nil {
+			return fmt.Errorf("private /proc: %w", err)
+		}
+	}
 	if err := applyRlimits(cfg); err != nil {
 		return err
 	}
@@ -77,8 +83,17 @@ func runShim(cfg *shimConfig) error {
 	// Fork from this thread: Landlock, seccomp and no_new_privs are
 	// per-thread and the child inherits this thread's.
 	// The plugin dies with the shim (this thread never exits).
-	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Dir: cfg.Dir, Env: env, Files: files,
-		Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}})
+	sys := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if cfg.UID > 0 {
+		// The child sets its groups, gid and uid before exec; leaving uid
+		// 0 clears its capabilities, and an empty bounding set (inherited
+		// from this thread) and no_new_privs keep any from coming back.
+		if err := dropBoundingSet(); err != nil {
+			return fmt.Errorf("capability bounding set: %w", err)
+		}
+		sys.Credential = &syscall.Credential{Uid: uint32(cfg.UID), Gid: uint32(cfg.GID), Groups: []uint32{}}
+	}
+	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Dir: cfg.Dir, Env: env, Files: files, Sys: sys})
 	if err != nil {
 		return fmt.Errorf("exec %s: %w", cfg.Exe, err)
 	}
@@ -118,6 +133,35 @@ func runShim(cfg *shimConfig) error {
 		}
 		os.Exit(ws.ExitStatus())
 	}
+}
+
+// mountPrivateProc gives the shim's mount namespace (new, made with its PID
+// namespace) a procfs of its own on /proc: it shows the processes of the
+// PID namespace, the plugin's tree, and none of the host's — whose
+// /proc/<pid>/environ holds the operator's secrets. Mounts are made private
+// first so that nothing propagates back to the host's namespace.
+func mountPrivateProc() error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making mounts private: %w", err)
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mounting proc: %w", err)
+	}
+	return nil
+}
+
+// dropBoundingSet removes every capability from the calling thread's
+// bounding set, up to the last one the kernel knows.
+func dropBoundingSet() error {
+	for c := 0; c < 64; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
+			if err == unix.EINVAL { // past the kernel's last capability
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // watchLifeline waits for end of file on the lifeline pipe, whose write end

@@ -201,7 +201,7 @@ func TestSandbox(t *testing.T) {
 
 func TestLoadRefusals(t *testing.T) {
 	a := newTestAdapter(t, nil)
-	base := t.TempDir()
+	base := sandboxDir(t)
 	dir := filepath.Join(base, "plugins")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)

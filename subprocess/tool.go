@@ -76,6 +76,9 @@ func (a *Adapter) loadPlugin(ctx context.Context, spec *plugin.Spec) (*pluginToo
 	} else if sum, err = parsePin(spec.Source.SHA256); err != nil {
 		return nil, plugin.Errorf(plugin.CodeInvalidRequest, "plugin pin: %v", err)
 	}
+	if err := a.checkReachable(spec, path); err != nil {
+		return nil, err
+	}
 	t := &pluginTool{
 		done:  make(chan struct{}),
 		a:     a,
@@ -552,6 +555,9 @@ func (t *pluginTool) start(ctx context.Context) (*proc, error) {
 		SyncStderr:       out,
 		UnixSocketConfig: &goplugin.UnixSocketConfig{TempDir: a.cfg.ScratchDir},
 		RunnerFunc: func(_ hclog.Logger, cmd *exec.Cmd, socketDir string) (runner.Runner, error) {
+			if err := a.handOver(socketDir); err != nil {
+				return nil, fmt.Errorf("socket directory: %w", err)
+			}
 			env := append(baseEnv(scratch, envNames(&t.spec)), cmd.Env...)
 			ls := &launchSpec{
 				Exe: t.bin.path, Args: t.spec.Source.Args, Env: env, Dir: scratch, Scratch: scratch,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -13,8 +14,26 @@ func TestCLISubprocessTools(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the subprocess tier's hardening is Linux-only")
 	}
-	t.Cleanup(func() { os.RemoveAll("testdata/.cache") })
-	cfg := "--config=testdata/subprocess.hcl"
+	// The configuration and its workspace are copied to a directory that
+	// subprocess tools — which a root host runs as 65534:65534 — can reach
+	// wherever the repository was checked out.
+	dir := t.TempDir()
+	if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"subprocess.hcl", "ws/note.txt"} {
+		b, err := os.ReadFile(filepath.Join("testdata", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := "--config=" + filepath.Join(dir, "subprocess.hcl")
 	tests := []struct {
 		name   string
 		args   []string
@@ -47,10 +66,10 @@ func TestCLISubprocessTools(t *testing.T) {
 			}
 		})
 	}
-	if _, err := os.Stat("testdata/ws/copy.txt"); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, "ws/copy.txt")); err == nil {
 		t.Errorf("bash.read-only wrote a file")
 	}
-	if b, _ := os.ReadFile("testdata/ws/note.txt"); string(b) != "hello from the workspace\n" {
+	if b, _ := os.ReadFile(filepath.Join(dir, "ws/note.txt")); string(b) != "hello from the workspace\n" {
 		t.Errorf("note.txt changed: %q", b)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -62,6 +63,9 @@ type Host struct {
 	// "../", an absolute path or a symlink). Default: the configuration
 	// file's directory.
 	PluginDir string
+	// SubprocessUser is the uid and gid subprocess tools run as when the
+	// host runs as root; nil: the adapter's default, 65534:65534.
+	SubprocessUser *[2]uint32
 	// Defaults are the limits of tools that do not set their own.
 	Defaults plugin.Limits
 }
@@ -247,6 +251,21 @@ func (d *decoder) decode(raw *rawFile) *Config {
 	return cfg
 }
 
+// parseUIDGID reads "uid:gid" (numbers; root is refused: the point is to
+// leave it).
+func parseUIDGID(s string) ([2]uint32, error) {
+	u, g, ok := strings.Cut(s, ":")
+	uid, err1 := strconv.ParseUint(u, 10, 32)
+	gid, err2 := strconv.ParseUint(g, 10, 32)
+	switch {
+	case !ok || err1 != nil || err2 != nil:
+		return [2]uint32{}, fmt.Errorf("want UID:GID in digits")
+	case uid == 0:
+		return [2]uint32{}, fmt.Errorf("uid 0 would leave subprocess tools root")
+	}
+	return [2]uint32{uint32(uid), uint32(gid)}, nil
+}
+
 func (d *decoder) decodeHost(h *rawHost, cfg *Config) {
 	cfg.Host = Host{LogLevel: "info", MaxDepth: 4, PluginDir: d.dir}
 	d.pluginDir = d.dir
@@ -260,6 +279,14 @@ func (d *decoder) decodeHost(h *rawHost, cfg *Config) {
 		d.pluginDir = cfg.Host.PluginDir
 		if fi, err := os.Stat(cfg.Host.PluginDir); err != nil || !fi.IsDir() {
 			d.errorf(h.PluginDirRange, "Plugin directory not found", "The plugin directory %s is not a directory: create it, or point plugin_dir at an existing one.", cfg.Host.PluginDir)
+		}
+	}
+	if h.SubUser != nil {
+		id, err := parseUIDGID(*h.SubUser)
+		if err != nil {
+			d.errorf(h.SubUserRange, "Invalid subprocess_user", "subprocess_user %q: %v. Write the numeric user and group, for example \"1000:1000\".", *h.SubUser, err)
+		} else {
+			cfg.Host.SubprocessUser = &id
 		}
 	}
 	cfg.Host.Workspace = d.dir

@@ -239,3 +239,23 @@ func TestPoolOff(t *testing.T) {
 		t.Errorf("pool = -2: %v", diags)
 	}
 }
+
+func TestSubprocessUser(t *testing.T) {
+	cfg, diags := config.NewParser().Parse([]byte(`host {
+  subprocess_user = "1000:100"
+}`), "t.hcl")
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if u := cfg.Host.SubprocessUser; u == nil || *u != [2]uint32{1000, 100} {
+		t.Fatalf("SubprocessUser = %v", u)
+	}
+	for _, bad := range []string{"0:0", "nobody:nogroup", "1000", "1000:-1", ""} {
+		_, diags := config.NewParser().Parse([]byte(`host {
+  subprocess_user = "`+bad+`"
+}`), "t.hcl")
+		if !diags.HasErrors() || diags[0].Subject == nil || diags[0].Subject.Start.Line != 2 || !strings.Contains(diags[0].Detail, "subprocess_user") {
+			t.Errorf("%q: %v, want an error at line 2", bad, diags)
+		}
+	}
+}

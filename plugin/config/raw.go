@@ -24,6 +24,7 @@ type rawHost struct {
 	LogLevel     *string    `hcl:"log_level"`
 	MaxDepth     *int       `hcl:"max_depth"`
 	PluginDir    *string    `hcl:"plugin_dir"`
+	SubUser      *string    `hcl:"subprocess_user"`
 	Limits       *rawLimits `hcl:"limits,block"`
 
 	WorkspaceRange hcl.Range `hcl:"workspace,attr_value_range"`
@@ -31,6 +32,7 @@ type rawHost struct {
 	LogLevelRange  hcl.Range `hcl:"log_level,attr_value_range"`
 	MaxDepthRange  hcl.Range `hcl:"max_depth,attr_value_range"`
 	PluginDirRange hcl.Range `hcl:"plugin_dir,attr_value_range"`
+	SubUserRange   hcl.Range `hcl:"subprocess_user,attr_value_range"`
 	DefRange       hcl.Range `hcl:",def_range"`
 }
 

@@ -15,9 +15,12 @@ tool "shell.exec" {
   subprocess {
     builtin = "shell.exec"
   }
+  # Read-only: ./ws belongs to whoever checked the repository out, and
+  # subprocess tools of a root host run as 65534:65534.
   mount {
     host_path  = "./ws"
     guest_path = "/workspace"
+    read_only  = true
   }
 }
 
