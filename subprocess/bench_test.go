@@ -47,7 +47,7 @@ func rawClient(b *testing.B, mark string) (*goplugin.Client, *shared.Client) {
 }
 
 func benchAdapter(b *testing.B) *Adapter {
-	a, err := New(Config{Logger: hclog.NewNullLogger(), ScratchDir: b.TempDir(), KillGrace: 100 * time.Millisecond})
+	a, err := New(Config{Logger: hclog.NewNullLogger(), ScratchDir: searchableTempDir(b), KillGrace: 100 * time.Millisecond})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -131,45 +131,55 @@ func BenchmarkColdStart(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		spec := &plugin.Spec{Name: "git_log", Source: plugin.Source{Kind: Kind, Path: bin, SHA256: sum, Tool: "git_log"},
-			Capabilities: plugin.Capabilities{Subprocess: true}, InputSchema: json.RawMessage(`{"type":"object"}`)}
-		tool, err := a.Load(context.Background(), spec) // starts nothing: the spec has the schema
-		if err != nil {
-			b.Fatal(err)
-		}
-		pt := tool.(*pluginTool)
-		for _, warm := range []bool{true, false} {
-			name := "warm-shim"
-			if !warm {
-				name = "cold-shim"
+		// A tool granted no host gets a network namespace of its own (its
+		// start cost is the difference between the two); one granted a
+		// host shares the host's network.
+		for _, offline := range []bool{true, false} {
+			spec := &plugin.Spec{Name: "git_log", Source: plugin.Source{Kind: Kind, Path: bin, SHA256: sum, Tool: "git_log"},
+				Capabilities: plugin.Capabilities{Subprocess: true}, InputSchema: json.RawMessage(`{"type":"object"}`)}
+			net := "netns"
+			if !offline {
+				spec.Capabilities.Hosts = []plugin.HostRule{{Host: "example.com", Port: 443}}
+				net = "hostnet"
 			}
-			b.Run(name, func(b *testing.B) {
-				ctx := context.Background()
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					b.StopTimer()
-					pt.mu.Lock()
-					if warm {
-						waitSpare(b, pt)
-					} else {
-						pt.dropSpare()
-					}
-					b.StartTimer()
-					// pin check, cgroup, shim, rlimits, Landlock, seccomp, exec, handshake
-					p, err := pt.start(ctx)
-					if !warm {
-						pt.dropSpare() // start warmed one: not for this run
-					}
-					pt.mu.Unlock()
-					if err != nil {
-						b.Fatal(err)
-					}
-					b.StopTimer()
-					p.stop(0)
-					b.StartTimer()
+			tool, err := a.Load(context.Background(), spec) // starts nothing: the spec has the schema
+			if err != nil {
+				b.Fatal(err)
+			}
+			pt := tool.(*pluginTool)
+			for _, warm := range []bool{true, false} {
+				name := net + "/warm-shim"
+				if !warm {
+					name = net + "/cold-shim"
 				}
-			})
+				b.Run(name, func(b *testing.B) {
+					ctx := context.Background()
+					b.ReportAllocs()
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						b.StopTimer()
+						pt.mu.Lock()
+						if warm {
+							waitSpare(b, pt)
+						} else {
+							pt.dropSpare()
+						}
+						b.StartTimer()
+						// pin check, cgroup, shim, rlimits, Landlock, seccomp, exec, handshake
+						p, err := pt.start(ctx)
+						if !warm {
+							pt.dropSpare() // start warmed one: not for this run
+						}
+						pt.mu.Unlock()
+						if err != nil {
+							b.Fatal(err)
+						}
+						b.StopTimer()
+						p.stop(0)
+						b.StartTimer()
+					}
+				})
+			}
 		}
 	})
 }

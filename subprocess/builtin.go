@@ -278,6 +278,7 @@ func (t *commandTool) run(ctx context.Context, args commandArgs, cwd string, mou
 		DataBytes:  uint64(limits.Memory + a.cfg.DataSlack),
 		FileBytes:  uint64(a.cfg.MaxFileSize),
 		OpenFiles:  uint64(limits.FileDescriptors),
+		Offline:    len(t.spec.Capabilities.Hosts) == 0,
 	}
 	cmd, g, err := a.command(ls)
 	if err != nil {

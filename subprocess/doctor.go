@@ -37,6 +37,10 @@ type Hardening struct {
 	// shim forks it from a thread that never exits). The host itself does
 	// not use the parent-death signal: see DiesWithHost.
 	ParentDeathSignal bool
+	// NetNamespace: a tool granted no network hosts runs in a network
+	// namespace of its own, which holds a loopback device and nothing
+	// else. Without it, such a tool's seccomp filter refuses inet sockets.
+	NetNamespace bool
 	// PrivateProc: each plugin sees a procfs of its own on /proc (PID and
 	// mount namespaces), which lists its tree and nothing of the host's.
 	PrivateProc bool
@@ -64,6 +68,7 @@ func Report() Hardening {
 	h.LandlockABI = landlockABI()
 	h.Landlock = h.LandlockABI >= 1
 	h.PIDNamespace = pidNamespaceAllowed()
+	h.NetNamespace = h.PIDNamespace // the same privilege (CAP_SYS_ADMIN) makes both
 	h.DiesWithHost = true
 	h.ParentDeathSignal = true
 	h.PIDsCgroup = pidsCgroupAvailable()
@@ -105,6 +110,11 @@ func (h Hardening) String() string {
 		}
 		fmt.Fprintf(&b, "  pid namespace:         %s\n", yes(h.PIDNamespace))
 		fmt.Fprintf(&b, "  private /proc:         %s\n", yes(h.PrivateProc))
+		if h.NetNamespace {
+			fmt.Fprintf(&b, "  network, none granted: none (a network namespace with loopback only)\n")
+		} else {
+			fmt.Fprintf(&b, "  network, none granted: none (seccomp refuses inet sockets)\n")
+		}
 		if h.RunAs != "" {
 			fmt.Fprintf(&b, "  runs as:               %s, no capabilities\n", h.RunAs)
 		}

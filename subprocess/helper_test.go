@@ -314,6 +314,20 @@ func (testTools) CallTool(ctx context.Context, name string, args json.RawMessage
 		_, _, e = unix.Syscall(unix.SYS_BPF, 0, 0, 0)
 		out = append(out, fmt.Sprintf("bpf=%v", errnoErr(e)))
 		out = append(out, fmt.Sprintf("mount=%v", unix.Mount("none", "/mnt", "tmpfs", 0, "")))
+		// clone with namespace flags: CLONE_THREAD without CLONE_SIGHAND
+		// makes the kernel refuse it (EINVAL) after seccomp had its say,
+		// so nothing is ever cloned here.
+		_, _, e = unix.RawSyscall(unix.SYS_CLONE, unix.CLONE_NEWUSER|unix.CLONE_THREAD, 0, 0)
+		out = append(out, fmt.Sprintf("clone-newuser=%v", errnoErr(e)))
+		// clone3 with no arguments: EINVAL from the kernel, ENOSYS from
+		// the filter.
+		_, _, e = unix.RawSyscall(unix.SYS_CLONE3, 0, 0, 0)
+		out = append(out, fmt.Sprintf("clone3=%v", errnoErr(e)))
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
+		if err == nil {
+			unix.Close(fd)
+		}
+		out = append(out, fmt.Sprintf("socket-inet=%v", err))
 		return shared.TextResult(strings.Join(out, " ")), nil
 	case "rlimits":
 		var out []string

@@ -38,6 +38,9 @@ type launchSpec struct {
 	DataBytes  uint64
 	FileBytes  uint64
 	OpenFiles  uint64
+
+	// Offline: the tool was granted no network hosts.
+	Offline bool
 }
 
 // command returns the exec.Cmd that starts ls through the shim, and the
@@ -62,7 +65,7 @@ func (a *Adapter) command(ls *launchSpec) (*exec.Cmd, *group, error) {
 	cmd := exec.Command(a.cfg.ShimPath, shimArg, string(b))
 	cmd.Env = ls.Env
 	cmd.Dir = ls.Dir
-	cmd.SysProcAttr = sysProcAttr(a.hard.PIDNamespace)
+	cmd.SysProcAttr = sysProcAttr(a.hard.PIDNamespace, cfg.NetNS)
 	cmd.ExtraFiles = extraFiles(ls.File, &cfg)
 	b, err = json.Marshal(&cfg)
 	if err != nil {
@@ -130,6 +133,8 @@ func (a *Adapter) shimConfig(ls *launchSpec) shimConfig {
 	if id := a.runAs; id != nil {
 		cfg.UID, cfg.GID = int(id.UID), int(id.GID)
 	}
+	cfg.Offline = ls.Offline
+	cfg.NetNS = ls.Offline && a.hard.NetNamespace
 	cfg.ReadOnly = append(slices.Clone(a.cfg.SystemReadDirs), filepath.Dir(ls.Exe))
 	cfg.ReadOnly = append(cfg.ReadOnly, ls.ReadOnly...)
 	cfg.ReadWrite = append([]string{ls.Scratch}, ls.ReadWrite...)

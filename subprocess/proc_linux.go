@@ -73,11 +73,16 @@ func pidNamespaceAllowed() bool {
 // namespace when the shim, its init, dies). No parent-death signal: it
 // would kill the shim before the shim could kill its group, and the
 // lifeline pipe does that job reliably.
-func sysProcAttr(pidns bool) *syscall.SysProcAttr {
+func sysProcAttr(pidns, netns bool) *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Setpgid: true}
 	if pidns {
 		// A mount namespace with it, for the shim's private /proc.
 		a.Cloneflags = unix.CLONE_NEWPID | unix.CLONE_NEWNS
+	}
+	if netns {
+		// A network namespace holds a loopback device and nothing else:
+		// no route out, no host loopback, no resolver.
+		a.Cloneflags |= unix.CLONE_NEWNET
 	}
 	return a
 }

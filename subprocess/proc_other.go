@@ -17,7 +17,7 @@ const platformSupported = false
 func becomeSubreaper() error                { return errUnsupportedPlatform }
 func subreaperSupported() bool              { return false }
 func pidNamespaceAllowed() bool             { return false }
-func sysProcAttr(bool) *syscall.SysProcAttr { return nil }
+func sysProcAttr(bool, bool) *syscall.SysProcAttr { return nil }
 func landlockABI() int                      { return 0 }
 func seccompSupported() bool                { return false }
 

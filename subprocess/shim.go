@@ -49,6 +49,11 @@ type shimConfig struct {
 	// without supplementary groups or capabilities (the host runs as root).
 	UID int `json:"uid"`
 	GID int `json:"gid"`
+	// Offline: the tool was granted no network. In a network namespace of
+	// its own (NetNS) the shim brings its loopback up and nothing else
+	// exists; without one, the seccomp filter refuses inet sockets.
+	Offline bool `json:"offline,omitempty"`
+	NetNS   bool `json:"netns,omitempty"`
 	// ReadOnly and ReadWrite are Landlock directory rules; RWFiles are
 	// single files (such as /dev/null) that may be written.
 	ReadOnly  []string `json:"ro,omitempty"`

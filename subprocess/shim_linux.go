@@ -40,6 +40,11 @@ func runShim(cfg *shimConfig) error {
 			return fmt.Errorf("private /proc: %w", err)
 		}
 	}
+	if cfg.NetNS {
+		if err := loopbackUp(); err != nil {
+			return fmt.Errorf("network namespace: %w", err)
+		}
+	}
 	if err := applyRlimits(cfg); err != nil {
 		return err
 	}
@@ -55,8 +60,10 @@ func runShim(cfg *shimConfig) error {
 		return fmt.Errorf("working directory: %w", err)
 	}
 	if cfg.Seccomp {
-		if err := seccomp.LoadFilter(seccompFilter()); err != nil {
-			return fmt.Errorf("seccomp: %w", err)
+		for _, f := range seccompFilters(cfg.Offline && !cfg.NetNS) {
+			if err := seccomp.LoadFilter(f); err != nil {
+				return fmt.Errorf("seccomp: %w", err)
+			}
 		}
 	}
 	path := cfg.Exe
@@ -374,27 +381,65 @@ var deniedSyscalls = []string{
 	"vhangup", "nfsservctl",
 }
 
-func seccompFilter() seccomp.Filter {
+// seccompFilters are the shim's filters; noInet also refuses sockets of
+// the families that reach a network (for an offline tool that has no
+// network namespace of its own): unix sockets, which go-plugin uses, stay.
+//
+// Two filters, stacked: go-seccomp-bpf ends every syscall group with the
+// policy's default action, so in one policy only the first group would
+// ever apply (the namespace-flag clone rule and clone3's ENOSYS sat in
+// later groups, unreachable, until issue 23). Every EPERM rule is in the
+// first filter's one group; clone3's ENOSYS is a filter of its own. The
+// kernel runs every filter and keeps the strictest answer; the two match
+// disjoint calls.
+func seccompFilters(noInet bool) []seccomp.Filter {
 	eperm := seccomp.ActionErrno | seccomp.Action(unix.EPERM)
 	enosys := seccomp.ActionErrno | seccomp.Action(unix.ENOSYS)
-	return seccomp.Filter{
-		NoNewPrivs: true,
-		Policy: seccomp.Policy{
-			DefaultAction: seccomp.ActionAllow,
-			Syscalls: []seccomp.SyscallGroup{
-				{Action: eperm, Names: deniedSyscalls},
-				{Action: eperm, NamesWithCondtions: []seccomp.NameWithConditions{{
-					Name: "clone",
-					Conditions: seccomp.ArgumentConditions{{
-						Argument: 0, Operation: seccomp.BitsSet, Value: cloneNamespaceFlags,
-					}},
-				}}},
-				// clone3 passes its flags in memory a BPF filter cannot
-				// read: make it look absent so libc falls back to clone.
-				{Action: enosys, Names: []string{"clone3"}},
-			},
-		},
+	conditional := []seccomp.NameWithConditions{{
+		Name: "clone",
+		Conditions: seccomp.ArgumentConditions{{
+			Argument: 0, Operation: seccomp.BitsSet, Value: cloneNamespaceFlags,
+		}},
+	}}
+	if noInet {
+		for _, fam := range []uint64{unix.AF_INET, unix.AF_INET6, unix.AF_PACKET} {
+			conditional = append(conditional, seccomp.NameWithConditions{Name: "socket", Conditions: seccomp.ArgumentConditions{{
+				Argument: 0, Operation: seccomp.Equal, Value: fam,
+			}}})
+		}
 	}
+	policy := func(g seccomp.SyscallGroup) seccomp.Filter {
+		return seccomp.Filter{NoNewPrivs: true, Policy: seccomp.Policy{DefaultAction: seccomp.ActionAllow, Syscalls: []seccomp.SyscallGroup{g}}}
+	}
+	return []seccomp.Filter{
+		policy(seccomp.SyscallGroup{Action: eperm, Names: deniedSyscalls, NamesWithCondtions: conditional}),
+		// clone3 passes its flags in memory a BPF filter cannot read:
+		// make it look absent so libc falls back to clone.
+		policy(seccomp.SyscallGroup{Action: enosys, Names: []string{"clone3"}}),
+	}
+}
+
+// loopbackUp brings up the loopback device of the shim's new network
+// namespace (a process may use 127.0.0.1 within its own tree; nothing
+// else is there).
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("reading lo's flags: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("bringing lo up: %w", err)
+	}
+	return nil
 }
 
 // stdinToDevNull replaces the warm shim's configuration pipe on fd 0.

@@ -154,6 +154,10 @@ func (t *pluginTool) describe(ctx context.Context) error {
 // Descriptor returns the tool's descriptor.
 func (t *pluginTool) Descriptor() plugin.Descriptor { return t.desc }
 
+// offline reports whether the tool was granted no network hosts: its
+// processes then get no network at all.
+func (t *pluginTool) offline() bool { return len(t.spec.Capabilities.Hosts) == 0 }
+
 // Available reports false while a crashed plugin waits for its restart.
 func (t *pluginTool) Available() (bool, string) {
 	t.mu.Lock()
@@ -535,7 +539,7 @@ func (t *pluginTool) start(ctx context.Context) (*proc, error) {
 	}
 	if w == nil {
 		var err error
-		if w, err = a.prestart(t.bin); err != nil {
+		if w, err = a.prestart(t.bin, t.offline()); err != nil {
 			return nil, err
 		}
 	}
@@ -562,6 +566,7 @@ func (t *pluginTool) start(ctx context.Context) (*proc, error) {
 			ls := &launchSpec{
 				Exe: t.bin.path, Args: t.spec.Source.Args, Env: env, Dir: scratch, Scratch: scratch,
 				ReadWrite:  []string{socketDir},
+				Offline:    t.offline(),
 				CPUSeconds: a.cfg.CPUSeconds,
 				DataBytes:  uint64(limits.Memory + a.cfg.DataSlack),
 				FileBytes:  uint64(a.cfg.MaxFileSize),
@@ -629,7 +634,7 @@ func (t *pluginTool) warmSpare() {
 	t.warming = true
 	gen := t.spareGen
 	go func() {
-		w, err := t.a.prestart(t.bin)
+		w, err := t.a.prestart(t.bin, t.offline())
 		t.mu.Lock()
 		t.warming = false
 		// Dropped while it was warming (the idle stop, Close): not wanted.

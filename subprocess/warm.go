@@ -31,8 +31,9 @@ type warmShim struct {
 	joined chan error
 }
 
-// prestart starts a warm shim for the pinned binary b.
-func (a *Adapter) prestart(b *pinnedBinary) (*warmShim, error) {
+// prestart starts a warm shim for the pinned binary b; offline: in a
+// network namespace of its own, where the host can make one.
+func (a *Adapter) prestart(b *pinnedBinary, offline bool) (*warmShim, error) {
 	f, key, err := b.open()
 	if err != nil {
 		return nil, err
@@ -54,7 +55,7 @@ func (a *Adapter) prestart(b *pinnedBinary) (*warmShim, error) {
 	cmd := exec.Command(a.cfg.ShimPath, shimArg, "-", "") // the host moves it into its cgroup
 	cmd.Env = []string{}
 	cmd.Dir = scratch
-	cmd.SysProcAttr = sysProcAttr(a.hard.PIDNamespace)
+	cmd.SysProcAttr = sysProcAttr(a.hard.PIDNamespace, offline && a.hard.NetNamespace)
 	var lcfg shimConfig
 	cmd.ExtraFiles = extraFiles(f, &lcfg)
 	w.lifeline = lcfg.Lifeline
