@@ -14,12 +14,12 @@ import (
 // toolhost does not pretend to contain a plugin without them.
 const platformSupported = false
 
-func becomeSubreaper() error                { return errUnsupportedPlatform }
-func subreaperSupported() bool              { return false }
-func pidNamespaceAllowed() bool             { return false }
+func becomeSubreaper() error                      { return errUnsupportedPlatform }
+func subreaperSupported() bool                    { return false }
+func pidNamespaceAllowed() bool                   { return false }
 func sysProcAttr(bool, bool) *syscall.SysProcAttr { return nil }
-func landlockABI() int                      { return 0 }
-func seccompSupported() bool                { return false }
+func landlockABI() int                            { return 0 }
+func seccompSupported() bool                      { return false }
 
 func killTree(context.Context, *group, time.Duration) error { return errUnsupportedPlatform }
 
