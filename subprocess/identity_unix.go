@@ -71,4 +71,3 @@ func accessWords(access uint32) string {
 	}
 	return fmt.Sprintf("access %o", access)
 }
-
