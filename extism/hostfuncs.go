@@ -163,7 +163,10 @@ func doHTTP(ctx context.Context, inst *instance, in *httpRequest) *httpResponse 
 		return httpFail(plugin.CodeInvalidRequest, "%v", err)
 	}
 	for k, v := range in.Headers {
-		if strings.EqualFold(k, "Host") {
+		// The transport asks for gzip itself and decodes it; a body in an
+		// encoding the host cannot decode could carry a secret past
+		// redaction, so the guest may not ask for one.
+		if strings.EqualFold(k, "Host") || strings.EqualFold(k, "Accept-Encoding") {
 			continue
 		}
 		req.Header.Set(k, secrets.Expand(v))
@@ -206,6 +209,11 @@ func doHTTP(ctx context.Context, inst *instance, in *httpRequest) *httpResponse 
 		return httpFail(code, "%s", secrets.Redact(err.Error()))
 	}
 	defer resp.Body.Close()
+	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		// Not decoded by the transport (which removes the header when it
+		// decodes gzip): what it holds cannot be checked for secrets.
+		return httpFail(plugin.CodeToolExecutionFailed, "the server answered with Content-Encoding %q, which the host cannot decode to redact secrets; the response was withheld", secrets.Redact(ce))
+	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, lim.HTTPResponse+1))
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && in.TimeoutMS > 0 {

@@ -1,7 +1,9 @@
 package extism
 
 import (
+	"compress/flate"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -9,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -61,6 +64,19 @@ func TestNetwork(t *testing.T) {
 			// A server that echoes the credential back.
 			w.Header().Set("X-Echo", r.Header.Get("Authorization"))
 			fmt.Fprintf(w, "you sent %s", r.Header.Get("Authorization"))
+		case "/echo-encoded":
+			// The credential reflected the ways servers write values:
+			// in a redirect-style URL, base64, hex and JSON-escaped.
+			v := r.Header.Get("Authorization")
+			w.Header().Set("Location", "https://example.com/cb?token="+url.QueryEscape(v))
+			fmt.Fprintf(w, "b64=%s hex=%x json=%s pct=%s", base64.StdEncoding.EncodeToString([]byte("x"+v)), v, strconv.QuoteToASCII(v), url.PathEscape(v))
+		case "/echo-compressed":
+			// The credential in a body compressed with an encoding the
+			// host does not decode (and the guest did not ask for).
+			w.Header().Set("Content-Encoding", "deflate")
+			zw, _ := flate.NewWriter(w, flate.BestSpeed)
+			fmt.Fprintf(zw, "you sent %s", r.Header.Get("Authorization"))
+			zw.Close()
 		case "/big":
 			w.Write(make([]byte, 200<<10))
 		default:
@@ -131,6 +147,33 @@ func TestNetwork(t *testing.T) {
 		}
 		if h := fmt.Sprint(out["headers"]); strings.Contains(h, "s3cr3t-value") {
 			t.Fatalf("guest saw the secret in headers %s", h)
+		}
+	})
+	t.Run("secret echoed in other encodings, redacted", func(t *testing.T) {
+		const secret = "s3cr3t/value+é"
+		out, err := fetch(t, a, allowOK, map[string]string{"TOKEN": secret},
+			map[string]any{"url": okSrv.URL + "/echo-encoded", "headers": map[string]string{"Authorization": "Bearer $TOKEN", "Accept-Encoding": "br, zstd"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := fmt.Sprint(out)
+		for _, leak := range []string{secret, url.QueryEscape(secret), url.PathEscape(secret), fmt.Sprintf("%x", secret), base64.StdEncoding.EncodeToString([]byte("xBearer " + secret))[4:20]} {
+			if strings.Contains(all, leak) {
+				t.Errorf("guest saw %q in %s", leak, all)
+			}
+		}
+		if !strings.Contains(all, "[REDACTED:TOKEN]") {
+			t.Fatalf("nothing redacted: %s", all)
+		}
+	})
+	t.Run("body in an encoding the host cannot decode is refused", func(t *testing.T) {
+		out, err := fetch(t, a, allowOK, map[string]string{"TOKEN": "s3cr3t-value"},
+			map[string]any{"url": okSrv.URL + "/echo-compressed", "headers": map[string]string{"Authorization": "Bearer $TOKEN"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, _ := out["error"].(string); !strings.Contains(e, "deflate") || out["body"] != nil && out["body"] != "" {
+			t.Fatalf("out = %v, want the response refused naming its encoding", out)
 		}
 	})
 	t.Run("secret not granted stays literal", func(t *testing.T) {

@@ -73,13 +73,13 @@ func (s StaticSecrets) LookupSecret(_ context.Context, name string) (string, err
 type Secrets struct {
 	names  []string
 	values map[string]string
-	// order of values for redaction: longest first, so that a secret that
-	// contains another is redacted whole.
-	byLen []string
 	// forms holds, per name, the value as it may appear in output: raw,
-	// and JSON-escaped the ways common encoders escape it (a password
-	// with '"' or '<' in a JSON text looks different from the raw value).
+	// JSON-escaped, percent-encoded, in base64 and in hex, the ways common
+	// encoders write it (encodedForms).
 	forms map[string][]string
+	// redactor replaces every form of every value in one pass, longest
+	// forms first so that a secret containing another is redacted whole.
+	redactor *strings.Replacer
 }
 
 // noSecrets is the (immutable) Secrets of every call to a tool that was
@@ -94,22 +94,30 @@ func NewSecrets(values map[string]string) *Secrets {
 		s.values[n] = v
 	}
 	sort.Strings(s.names)
-	s.byLen = slices.Clone(s.names)
-	sort.SliceStable(s.byLen, func(i, j int) bool {
-		return len(s.values[s.byLen[i]]) > len(s.values[s.byLen[j]])
-	})
 	s.forms = make(map[string][]string, len(values))
+	type pair struct{ form, name string }
+	var pairs []pair
 	for n, v := range values {
 		if v == "" {
 			continue
 		}
-		forms := []string{v}
-		for _, html := range []bool{true, false} {
-			if q := jsonEscape(v, html); !slices.Contains(forms, q) {
-				forms = append(forms, q)
-			}
+		s.forms[n] = encodedForms(v)
+		for _, f := range s.forms[n] {
+			pairs = append(pairs, pair{f, n})
 		}
-		s.forms[n] = forms
+	}
+	sort.SliceStable(pairs, func(i, j int) bool {
+		if len(pairs[i].form) != len(pairs[j].form) {
+			return len(pairs[i].form) > len(pairs[j].form)
+		}
+		return pairs[i].name < pairs[j].name
+	})
+	args := make([]string, 0, 2*len(pairs))
+	for _, p := range pairs {
+		args = append(args, p.form, "[REDACTED:"+p.name+"]")
+	}
+	if len(args) > 0 {
+		s.redactor = strings.NewReplacer(args...)
 	}
 	return s
 }
@@ -188,34 +196,26 @@ func secretRef(s string) (name string, n int) {
 }
 
 // Redact replaces every occurrence of a held secret's value with
-// [REDACTED:NAME]. A value is also found JSON-escaped, as it appears in a
-// JSON text a tool printed.
+// [REDACTED:NAME]. A value is also found encoded the ways a program or a
+// server commonly writes it — JSON-escaped, percent-encoded, in base64
+// (either alphabet, any alignment) or in hex — so that a server echoing a
+// secret back in another encoding does not hand it to the tool.
 func (s *Secrets) Redact(str string) string {
-	if s == nil || len(s.values) == 0 {
+	if s == nil || s.redactor == nil {
 		return str
 	}
-	for _, n := range s.byLen {
-		for _, v := range s.forms[n] {
-			if strings.Contains(str, v) {
-				str = strings.ReplaceAll(str, v, "[REDACTED:"+n+"]")
-			}
-		}
-	}
-	return str
+	return s.redactor.Replace(str)
 }
 
 // RedactBytes is Redact for byte slices. It returns b itself when nothing
 // needed redacting.
 func (s *Secrets) RedactBytes(b []byte) []byte {
-	if s == nil || len(s.values) == 0 {
+	if s == nil || s.redactor == nil {
 		return b
 	}
-	for _, n := range s.byLen {
-		for _, v := range s.forms[n] {
-			if bytes.Contains(b, []byte(v)) {
-				b = bytes.ReplaceAll(b, []byte(v), []byte("[REDACTED:"+n+"]"))
-			}
-		}
+	str := string(b)
+	if r := s.redactor.Replace(str); r != str {
+		return []byte(r)
 	}
 	return b
 }
