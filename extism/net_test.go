@@ -195,6 +195,9 @@ func TestNetwork(t *testing.T) {
 		{"no network capability", nil, okSrv.URL},
 		{"host not in allowlist", allowOK, "http://example.com/"},
 		{"other port on an allowed address", allowOK, fmt.Sprintf("http://127.0.0.1:%d/", otherPort)},
+		// A rule without a port allows 80 and 443 only (issue 23: it allowed
+		// every port).
+		{"rule without port, other port", []plugin.HostRule{rule(t, "127.0.0.1")}, fmt.Sprintf("http://127.0.0.1:%d/", okPort)},
 		{"loopback by name", []plugin.HostRule{rule(t, "public.test")}, fmt.Sprintf("http://public.test:%d/", okPort)},
 		{"loopback 127.0.0.1 not named", []plugin.HostRule{rule(t, "*.test")}, fmt.Sprintf("http://127.0.0.1:%d/", okPort)},
 		{"[::1]", []plugin.HostRule{rule(t, "public.test")}, fmt.Sprintf("http://[::1]:%d/", okPort)},

@@ -149,7 +149,7 @@ func (g *netGuard) addrAllowed(a netip.Addr, port int) bool {
 		return true
 	}
 	for _, r := range g.rules {
-		if ra, err := netip.ParseAddr(r.Host); err == nil && ra == a && (r.Port == 0 || r.Port == port) {
+		if ra, err := netip.ParseAddr(r.Host); err == nil && ra == a && r.AllowsPort(port) {
 			return true
 		}
 	}

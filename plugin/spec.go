@@ -183,7 +183,9 @@ type HostRule struct {
 	// literal that would otherwise be refused (loopback, private, link-local)
 	// is reachable only if named exactly.
 	Host string
-	// Port is 0 for any port.
+	// Port is the one port allowed; 0 allows the web ports, 80 and 443
+	// (a rule naming a host should not open its SSH, database or admin
+	// ports too: issue 23).
 	Port int
 }
 
@@ -265,7 +267,7 @@ func (r HostRule) String() string {
 
 // Covers reports whether r allows everything o allows.
 func (r HostRule) Covers(o HostRule) bool {
-	if r.Port != 0 && r.Port != o.Port {
+	if r.Port != 0 && r.Port != o.Port || r.Port == 0 && o.Port != 0 && !webPort(o.Port) {
 		return false
 	}
 	return r.MatchHost(o.Host) && (!strings.HasPrefix(o.Host, "*.") || strings.HasPrefix(r.Host, "*."))
@@ -283,8 +285,19 @@ func (r HostRule) MatchHost(host string) bool {
 
 // Allows reports whether the rule allows host:port.
 func (r HostRule) Allows(host string, port int) bool {
-	return (r.Port == 0 || r.Port == port) && r.MatchHost(host)
+	return r.AllowsPort(port) && r.MatchHost(host)
 }
+
+// AllowsPort reports whether the rule allows port: its own, or 80 and 443
+// when it names none.
+func (r HostRule) AllowsPort(port int) bool {
+	if r.Port == 0 {
+		return webPort(port)
+	}
+	return r.Port == port
+}
+
+func webPort(port int) bool { return port == 80 || port == 443 }
 
 // Capabilities are the rights a tool declares, or the rights the operator
 // grants the host. The zero value grants nothing.

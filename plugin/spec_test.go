@@ -239,13 +239,17 @@ func TestHostRuleCovers(t *testing.T) {
 		{"example.com", "example.com", true},
 		{"example.com", "example.com:443", true},
 		{"example.com:443", "example.com:443", true},
-		{"example.com:443", "example.com", false}, // any port is wider than 443
+		{"example.com:443", "example.com", false}, // 80 and 443 are wider than 443
+		{"example.com", "example.com:80", true},
+		{"example.com", "example.com:8443", false}, // no port: the web ports only (issue 23)
+		{"example.com", "example.com:22", false},
 		{"example.com:443", "example.com:80", false},
 		{"example.com", "www.example.com", false},
 		{"example.com", "evilexample.com", false},
 		{"example.com", "example.com.evil.net", false},
 		{"*.example.com", "www.example.com", true},
-		{"*.example.com", "a.b.example.com:9000", true},
+		{"*.example.com", "a.b.example.com:443", true},
+		{"*.example.com", "a.b.example.com:9000", false},
 		{"*.example.com", "example.com", false}, // the wildcard does not cover the apex
 		{"*.example.com", "evilexample.com", false},
 		{"*.example.com", "www.example.com.evil.net", false},
@@ -254,7 +258,8 @@ func TestHostRuleCovers(t *testing.T) {
 		{"*.a.example.com", "*.example.com", false},
 		{"www.example.com", "*.example.com", false},
 		{"*.example.com:443", "*.example.com", false},
-		{"127.0.0.1", "127.0.0.1:8080", true},
+		{"127.0.0.1", "127.0.0.1:8080", false},
+		{"127.0.0.1:8080", "127.0.0.1:8080", true},
 		{"127.0.0.1", "127.0.0.2", false},
 		{"::1", "[::1]:80", true},
 	}
