@@ -272,7 +272,11 @@ func TestNetwork(t *testing.T) {
 		if err == nil {
 			t.Fatal("Extism's own http_request reached the network")
 		}
-		wantCode(t, err, plugin.CodeToolExecutionFailed)
+		// A refusal by policy, naming the host, not "the tool crashed".
+		wantCode(t, err, plugin.CodeCapabilityDenied)
+		if !strings.Contains(err.Error(), "127.0.0.1") || strings.Contains(err.Error(), "crashed") {
+			t.Fatalf("err = %v", err)
+		}
 	})
 	t.Run("proxy variables are ignored", func(t *testing.T) {
 		proxyHit := false
