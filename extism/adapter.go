@@ -372,6 +372,10 @@ func (a *Adapter) Load(ctx context.Context, spec *plugin.Spec) (plugin.Tool, err
 	if err != nil {
 		return nil, fail("%s: %v", where, err)
 	}
+	if bad := info.unknownImports(); len(bad) > 0 {
+		return nil, fail("%s: the module imports host functions toolhost does not provide: %s (it provides WASI preview 1, the Extism kernel, and %s in %s)",
+			where, strings.Join(bad, ", "), strings.Join(hostFunctionNames(), ", "), importUser)
+	}
 	mode := modeTools
 	if spec.Source.Export != "" {
 		mode = modeRaw

@@ -69,6 +69,13 @@ type invokeResponse struct {
 	Code   plugin.Code    `json:"code,omitempty"`
 }
 
+// hostFunctionNames are the names hostFunctions defines, in
+// extism:host/user: a guest importing any other name from there cannot be
+// instantiated.
+func hostFunctionNames() []string {
+	return []string{hostHTTP, hostInvoke, hostFSSubmit, hostFSTake, hostConfigGet}
+}
+
 func hostFunctions() []extism.HostFunction {
 	i64 := []extism.ValueType{extism.ValueTypeI64}
 	i32 := extism.ValueTypeI32

@@ -14,6 +14,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/toolhost/toolhost/extism/internal/wasmbin"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -49,6 +50,9 @@ func TestLoadRefuses(t *testing.T) {
 			[]string{"absent.wasm"}},
 		{"unknown builtin", plugin.Spec{Name: "v", Source: plugin.Source{Builtin: "nothing"}},
 			[]string{"built-in", "nothing"}},
+		{"unknown host function", plugin.Spec{Name: "v", Source: plugin.Source{Bytes: importingModule(
+			[2]string{"extism:host/user", hostHTTP}, [2]string{"extism:host/user", "nope"}, [2]string{"env", "abort"})}},
+			[]string{"does not provide", "extism:host/user.nope", "env.abort", hostConfigGet}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -285,4 +289,27 @@ func TestCoalesceData(t *testing.T) {
 	if out, err := coalesceData(wasmMagic); err != nil || !bytes.Equal(out, wasmMagic) {
 		t.Fatalf("empty module: %v", err)
 	}
+}
+
+// importingModule is a minimal valid module that imports each of imports
+// (module, name) as a function of type () -> () and exports the first as
+// list_tools and call_tool.
+func importingModule(imports ...[2]string) []byte {
+	section := func(id byte, body []byte) []byte {
+		return append(wasmbin.AppendU32([]byte{id}, uint32(len(body))), body...)
+	}
+	b := append([]byte(nil), wasmMagic...)
+	b = append(b, section(wasmbin.SectionType, []byte{1, 0x60, 0, 0})...)
+	imp := wasmbin.AppendU32(nil, uint32(len(imports)))
+	for _, im := range imports {
+		imp = wasmbin.AppendName(imp, im[0])
+		imp = wasmbin.AppendName(imp, im[1])
+		imp = append(imp, wasmbin.KindFunc, 0)
+	}
+	b = append(b, section(wasmbin.SectionImport, imp)...)
+	exp := []byte{2}
+	for _, name := range []string{exportListTools, exportCallTool} {
+		exp = append(wasmbin.AppendName(exp, name), wasmbin.KindFunc, 0)
+	}
+	return append(b, section(wasmbin.SectionExport, exp)...)
 }

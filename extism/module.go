@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/toolhost/toolhost/extism/internal/fuel"
 	"github.com/toolhost/toolhost/extism/internal/wasmbin"
 )
 
@@ -29,8 +30,39 @@ var wasmMagic = []byte{0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00}
 // compiling it.
 type moduleInfo struct {
 	exports map[string]byte // name -> extern kind (0 = func)
+	// funcImports are the module's function imports, "module.name".
+	funcImports []wasmbin.Import
 	// initName is the guest runtime initialiser export, if any.
 	initName string
+}
+
+// Import modules a guest may import functions from: WASI (wazero provides
+// every preview-1 function), the Extism kernel (go-sdk), and toolhost's
+// own host functions, which go-sdk puts in extism:host/user.
+const (
+	importWASI   = "wasi_snapshot_preview1"
+	importKernel = "extism:host/env"
+	importUser   = "extism:host/user"
+)
+
+// unknownImports lists the function imports no instance of this adapter
+// can satisfy: from another module, or a host function toolhost does not
+// have. wazero would refuse to instantiate the module; saying so at load,
+// naming them, beats TOOL_UNAVAILABLE at the first call.
+func (m *moduleInfo) unknownImports() []string {
+	var out []string
+	for _, im := range m.funcImports {
+		switch im.Module {
+		case importWASI, importKernel, fuel.ImportModule:
+			continue
+		case importUser:
+			if slices.Contains(hostFunctionNames(), im.Name) {
+				continue
+			}
+		}
+		out = append(out, fmt.Sprintf("%s.%s", im.Module, im.Name))
+	}
+	return out
 }
 
 func (m *moduleInfo) hasFunc(name string) bool {
@@ -99,11 +131,22 @@ func scanModule(b []byte) (*moduleInfo, error) {
 	if !bytes.Equal(b[4:8], wasmMagic[4:]) {
 		return nil, fmt.Errorf("%w: unsupported wasm version % x (want a core module, version 1)", errMalformed, b[4:8])
 	}
-	exports, err := moduleExports(b)
+	m, exports, err := parseExports(b)
 	if err != nil {
 		return nil, err
 	}
 	info := &moduleInfo{exports: map[string]byte{}}
+	if sec, ok := m.Find(wasmbin.SectionImport); ok {
+		imports, err := wasmbin.DecodeImports(sec)
+		if err != nil {
+			return nil, fmt.Errorf("%w: import section: %v", errMalformed, err)
+		}
+		for _, im := range imports {
+			if im.Kind == wasmbin.KindFunc {
+				info.funcImports = append(info.funcImports, im)
+			}
+		}
+	}
 	for _, e := range exports {
 		info.exports[e.Name] = e.Kind
 	}
