@@ -111,6 +111,9 @@ type stdioConn struct {
 	// answer to the request still being served.
 	inflightMu sync.Mutex
 	inflight   map[jsonrpc.ID]struct{}
+	// drained, when set, is closed once inflight empties: end of input
+	// waits on it (drain).
+	drained chan struct{}
 
 	// The protocol version agreed by initialize: the id of the last
 	// initialize request read, and the version its successful answer
@@ -151,6 +154,15 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			if tooLong := (*lineTooLongError)(nil); errors.As(err, &tooLong) {
 				c.refuse(&rpcError{code: jsonrpc.CodeInvalidRequest, err: err})
 				continue
+			}
+			if errors.Is(err, io.EOF) {
+				// The SDK takes the end of reading for the end of the
+				// session: it cancels the requests still being served
+				// and refuses to write their answers. A client that
+				// writes its requests and closes its end (a script, a
+				// CI job) is owed every answer, so the end of input is
+				// reported only once each request read is answered.
+				c.drain()
 			}
 			return nil, err
 		}
@@ -400,7 +412,31 @@ func (c *stdioConn) startLocked(id jsonrpc.ID) {
 func (c *stdioConn) answered(id jsonrpc.ID) {
 	c.inflightMu.Lock()
 	delete(c.inflight, id)
+	if len(c.inflight) == 0 && c.drained != nil {
+		close(c.drained)
+		c.drained = nil
+	}
 	c.inflightMu.Unlock()
+}
+
+// drain waits until every request read has been answered, or the
+// connection is closed (ServeStdio's shutdown, whose grace bounds the
+// calls still running). A call's own deadline bounds how long it runs.
+func (c *stdioConn) drain() {
+	c.inflightMu.Lock()
+	if len(c.inflight) == 0 {
+		c.inflightMu.Unlock()
+		return
+	}
+	if c.drained == nil {
+		c.drained = make(chan struct{})
+	}
+	drained := c.drained
+	c.inflightMu.Unlock()
+	select {
+	case <-drained:
+	case <-c.closed:
+	}
 }
 
 // readableID returns the id of a JSON object that is not a valid message,
