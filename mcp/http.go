@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -203,6 +204,16 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer opened()
 		w = &firstWrite{passWriter: passWriter{w}, fn: opened}
 	}
+	if id, method, ok := unknownCall(body); ok && r.Header.Get("Mcp-Protocol-Version") < "2026-07-28" {
+		// The SDK answers a method it does not know with HTTP 400 and a
+		// plain-text body under these versions, which clients cannot
+		// parse; under 2026-07-28 it answers -32601 itself.
+		w.Header().Set("Content-Type", "application/json")
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{
+			"code": jsonrpc.CodeMethodNotFound, "message": fmt.Sprintf("method %q not found", method)}})
+		w.Write(b)
+		return
+	}
 	ids, parsed := requestIDs(body)
 	if parsed && len(ids) == 0 {
 		// Notifications and answers to the server's own requests
@@ -265,6 +276,37 @@ func (g *guard) release(key string) {
 	if g.inflight[key]--; g.inflight[key] <= 0 {
 		delete(g.inflight, key)
 	}
+}
+
+// knownMethods are the requests the SDK's server serves (some of them
+// refused by refuseUnserved, with a JSON-RPC error).
+var knownMethods = map[string]bool{
+	"initialize": true, "ping": true, "tools/list": true, "tools/call": true,
+	"resources/list": true, "resources/read": true, "resources/templates/list": true,
+	"resources/subscribe": true, "resources/unsubscribe": true,
+	"prompts/list": true, "prompts/get": true, "completion/complete": true,
+	"logging/setLevel": true, "server/discover": true, "subscriptions/listen": true,
+}
+
+// unknownCall reports whether body is one JSON-RPC request (with an id) of
+// a method the server does not know, with its id and method.
+func unknownCall(body []byte) (id json.RawMessage, method string, ok bool) {
+	var m struct {
+		Version string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  string          `json:"method"`
+	}
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 || body[0] != '{' || json.Unmarshal(body, &m) != nil {
+		return nil, "", false
+	}
+	if m.Version != "2.0" || m.Method == "" || len(m.ID) == 0 || string(m.ID) == "null" || knownMethods[m.Method] {
+		return nil, "", false
+	}
+	if m.ID[0] != '"' && (m.ID[0] < '0' || m.ID[0] > '9') && m.ID[0] != '-' {
+		return nil, "", false // not an id JSON-RPC allows: the SDK refuses it
+	}
+	return m.ID, m.Method, true
 }
 
 // requestIDs returns the ids of the JSON-RPC requests (messages with a

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -518,6 +519,9 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		if r.ID.IsValid() {
 			c.answered(r.ID)
 		}
+		if coded := initializationError(r); coded != nil {
+			msg, r = coded, coded
+		}
 		c.noteVersion(r)
 		if batch, held := c.batched(r); held {
 			if batch == nil {
@@ -538,6 +542,25 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.buf = b // kept for the next message, unless large
 	}
 	return err
+}
+
+// initializationError gives the SDK's refusal of a request sent before
+// initialize the code
+// of an invalid request, -32600: the SDK sends it with code 0, which a
+// client cannot tell from any other failure. Nil for any other response.
+func initializationError(r *jsonrpc.Response) *jsonrpc.Response {
+	if r.Error == nil {
+		return nil
+	}
+	var coded *jsonrpc.Error
+	if errors.As(r.Error, &coded) && coded.Code != 0 {
+		return nil
+	}
+	msg := r.Error.Error()
+	if !strings.HasSuffix(msg, "is invalid during session initialization") {
+		return nil
+	}
+	return &jsonrpc.Response{ID: r.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: msg + " (send initialize first)"}}
 }
 
 // batched records r if it answers a request of a batch; the batch's
