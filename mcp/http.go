@@ -84,6 +84,12 @@ func (s *Server) newGuard(opts HTTPOptions) *guard {
 	inner := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{
 		SessionTimeout:      opts.SessionTimeout,
 		MaxRequestBodyBytes: opts.MaxBodyBytes,
+		// With an event store the SDK opens each POST's event stream
+		// with a priming event whose id a client resumes from (GET with
+		// Last-Event-ID) when the stream breaks mid-call (protocol
+		// 2025-11-25, SEP-1699). The memory store is bounded (10 MiB
+		// across sessions, oldest events dropped first).
+		EventStore: sdk.NewMemoryEventStore(nil),
 	})
 	sessions := func() int {
 		n := 0
@@ -214,6 +220,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Write(b)
 		return
 	}
+	w = &primeWriter{passWriter: passWriter{w}}
 	ids, parsed := requestIDs(body)
 	if parsed && len(ids) == 0 {
 		// Notifications and answers to the server's own requests
@@ -276,6 +283,40 @@ func (g *guard) release(key string) {
 	if g.inflight[key]--; g.inflight[key] <= 0 {
 		delete(g.inflight, key)
 	}
+}
+
+// SSERetry is the reconnection delay a POST's event stream tells the
+// client (the SSE retry field of its priming event): how long to wait
+// before resuming a stream that broke.
+const SSERetry = time.Second
+
+// primeWriter adds the retry field to the SDK's priming event, which has
+// an id to resume from but no retry: without one a client cannot tell
+// when to reconnect (the conformance suite's server-sse-polling).
+type primeWriter struct {
+	passWriter
+	seen bool
+}
+
+var primeEvent = []byte("event: prime\n")
+
+func (p *primeWriter) Write(b []byte) (int, error) {
+	if p.seen {
+		return p.ResponseWriter.Write(b)
+	}
+	p.seen = true
+	i := bytes.Index(b, []byte("\ndata: "))
+	if !bytes.HasPrefix(b, primeEvent) || i < 0 {
+		return p.ResponseWriter.Write(b)
+	}
+	out := make([]byte, 0, len(b)+16)
+	out = append(out, b[:i+1]...)
+	out = fmt.Appendf(out, "retry: %d\n", SSERetry.Milliseconds())
+	out = append(out, b[i+1:]...)
+	if _, err := p.ResponseWriter.Write(out); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
 
 // knownMethods are the requests the SDK's server serves (some of them

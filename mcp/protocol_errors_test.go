@@ -103,3 +103,36 @@ func TestHTTPUnknownMethod(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPSSEPriming: a POST's event stream starts with a priming event
+// that has an id to resume from, empty data, and a retry field, so that a
+// client whose stream breaks mid-call knows where and when to resume
+// (SEP-1699; the conformance suite's server-sse-polling). Before, the
+// stream had no priming event at all.
+func TestHTTPSSEPriming(t *testing.T) {
+	srv := newServer(t, newTestHost(t).Host)
+	url, _ := httpServer(t, srv, mcp.HTTPOptions{})
+	resp, _ := post(t, url, initBody, nil)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	hdr := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"}
+	post(t, url, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, hdr)
+	resp, body := post(t, url, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fx_echo","arguments":{"text":"hi"}}}`, hdr)
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		t.Fatalf("Content-Type %q, want an event stream; body %q", ct, body)
+	}
+	events := strings.Split(strings.TrimSpace(body), "\n\n")
+	if len(events) < 2 {
+		t.Fatalf("want a priming event and the answer, got %q", body)
+	}
+	fields := map[string]string{}
+	for _, l := range strings.Split(events[0], "\n") {
+		k, v, _ := strings.Cut(l, ":")
+		fields[k] = strings.TrimSpace(v)
+	}
+	if fields["id"] == "" || fields["data"] != "" || fields["retry"] != "1000" {
+		t.Errorf("first event %q: want an id, empty data and retry: 1000", events[0])
+	}
+	if !strings.Contains(events[len(events)-1], `"id":2`) || !strings.Contains(events[len(events)-1], "hi") {
+		t.Errorf("last event %q is not the call's answer", events[len(events)-1])
+	}
+}
