@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -83,6 +84,12 @@ func (s *Server) newGuard(opts HTTPOptions) *guard {
 	inner := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{
 		SessionTimeout:      opts.SessionTimeout,
 		MaxRequestBodyBytes: opts.MaxBodyBytes,
+		// With an event store the SDK opens each POST's event stream
+		// with a priming event whose id a client resumes from (GET with
+		// Last-Event-ID) when the stream breaks mid-call (protocol
+		// 2025-11-25, SEP-1699). The memory store is bounded (10 MiB
+		// across sessions, oldest events dropped first).
+		EventStore: sdk.NewMemoryEventStore(nil),
 	})
 	sessions := func() int {
 		n := 0
@@ -203,6 +210,17 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer opened()
 		w = &firstWrite{passWriter: passWriter{w}, fn: opened}
 	}
+	if id, method, ok := unknownCall(body); ok && r.Header.Get("Mcp-Protocol-Version") < "2026-07-28" {
+		// The SDK answers a method it does not know with HTTP 400 and a
+		// plain-text body under these versions, which clients cannot
+		// parse; under 2026-07-28 it answers -32601 itself.
+		w.Header().Set("Content-Type", "application/json")
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{
+			"code": jsonrpc.CodeMethodNotFound, "message": fmt.Sprintf("method %q not found", method)}})
+		w.Write(b)
+		return
+	}
+	w = &primeWriter{passWriter: passWriter{w}}
 	ids, parsed := requestIDs(body)
 	if parsed && len(ids) == 0 {
 		// Notifications and answers to the server's own requests
@@ -265,6 +283,71 @@ func (g *guard) release(key string) {
 	if g.inflight[key]--; g.inflight[key] <= 0 {
 		delete(g.inflight, key)
 	}
+}
+
+// SSERetry is the reconnection delay a POST's event stream tells the
+// client (the SSE retry field of its priming event): how long to wait
+// before resuming a stream that broke.
+const SSERetry = time.Second
+
+// primeWriter adds the retry field to the SDK's priming event, which has
+// an id to resume from but no retry: without one a client cannot tell
+// when to reconnect (the conformance suite's server-sse-polling).
+type primeWriter struct {
+	passWriter
+	seen bool
+}
+
+var primeEvent = []byte("event: prime\n")
+
+func (p *primeWriter) Write(b []byte) (int, error) {
+	if p.seen {
+		return p.ResponseWriter.Write(b)
+	}
+	p.seen = true
+	i := bytes.Index(b, []byte("\ndata: "))
+	if !bytes.HasPrefix(b, primeEvent) || i < 0 {
+		return p.ResponseWriter.Write(b)
+	}
+	out := make([]byte, 0, len(b)+16)
+	out = append(out, b[:i+1]...)
+	out = fmt.Appendf(out, "retry: %d\n", SSERetry.Milliseconds())
+	out = append(out, b[i+1:]...)
+	if _, err := p.ResponseWriter.Write(out); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// knownMethods are the requests the SDK's server serves (some of them
+// refused by refuseUnserved, with a JSON-RPC error).
+var knownMethods = map[string]bool{
+	"initialize": true, "ping": true, "tools/list": true, "tools/call": true,
+	"resources/list": true, "resources/read": true, "resources/templates/list": true,
+	"resources/subscribe": true, "resources/unsubscribe": true,
+	"prompts/list": true, "prompts/get": true, "completion/complete": true,
+	"logging/setLevel": true, "server/discover": true, "subscriptions/listen": true,
+}
+
+// unknownCall reports whether body is one JSON-RPC request (with an id) of
+// a method the server does not know, with its id and method.
+func unknownCall(body []byte) (id json.RawMessage, method string, ok bool) {
+	var m struct {
+		Version string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  string          `json:"method"`
+	}
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 || body[0] != '{' || json.Unmarshal(body, &m) != nil {
+		return nil, "", false
+	}
+	if m.Version != "2.0" || m.Method == "" || len(m.ID) == 0 || string(m.ID) == "null" || knownMethods[m.Method] {
+		return nil, "", false
+	}
+	if m.ID[0] != '"' && (m.ID[0] < '0' || m.ID[0] > '9') && m.ID[0] != '-' {
+		return nil, "", false // not an id JSON-RPC allows: the SDK refuses it
+	}
+	return m.ID, m.Method, true
 }
 
 // requestIDs returns the ids of the JSON-RPC requests (messages with a

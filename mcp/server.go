@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost/plugin"
 )
@@ -116,9 +117,13 @@ func NewServer(h *plugin.Host, opts ServerOptions) (*Server, error) {
 	s.stop, s.stopAll = context.WithCancel(context.Background())
 	s.sdk = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Title: "toolhost", Version: opts.Version}, &sdk.ServerOptions{
 		Instructions: opts.Instructions,
+		// What is advertised is what is served: logging/setLevel is
+		// answered by the SDK; prompts, completions and resource
+		// subscriptions are refused (refuseUnserved).
 		Capabilities: &sdk.ServerCapabilities{
 			Tools:     &sdk.ToolCapabilities{},
 			Resources: &sdk.ResourceCapabilities{},
+			Logging:   &sdk.LoggingCapabilities{},
 		},
 	})
 	for _, info := range h.Tools() {
@@ -134,7 +139,7 @@ func NewServer(h *plugin.Host, opts ServerOptions) (*Server, error) {
 		URITemplate: ResourceURIPrefix + "{id}",
 		Description: "The full output of a truncated tool result, or a file a tool produced. Results link to them.",
 	}, s.readArtifact)
-	s.sdk.AddReceivingMiddleware(s.availabilityMiddleware)
+	s.sdk.AddReceivingMiddleware(refuseUnserved, s.availabilityMiddleware)
 	return s, nil
 }
 
@@ -165,6 +170,40 @@ func mcpTool(info plugin.ToolInfo) (*sdk.Tool, error) {
 		t.Meta[MetaUnavailable] = info.Unavailable
 	}
 	return t, nil
+}
+
+// unserved are the methods the SDK would answer (with empty lists, or
+// errors without a code) for capabilities toolhost does not advertise,
+// with the reason each is refused.
+var unserved = map[string]string{
+	"prompts/list":          "toolhost serves no prompts",
+	"prompts/get":           "toolhost serves no prompts",
+	"completion/complete":   "toolhost serves no completions",
+	"resources/subscribe":   "toolhost does not offer resource subscriptions (artifacts never change once written)",
+	"resources/unsubscribe": "toolhost does not offer resource subscriptions (artifacts never change once written)",
+}
+
+// refuseUnserved answers the methods of capabilities not advertised with
+// "method not found" (-32601), as JSON-RPC says of a method the server
+// does not offer, and gives a duplicate initialize the code of an invalid
+// request (-32600) instead of the SDK's code 0, which clients cannot tell
+// from any other failure.
+func refuseUnserved(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		if why, ok := unserved[method]; ok {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method %q not found: %s", method, why)}
+		}
+		res, err := next(ctx, method, req)
+		if err != nil && method == "initialize" {
+			// The SDK's one uncoded failure of initialize is a second
+			// initialize on the session.
+			var werr *jsonrpc.Error
+			if !errors.As(err, &werr) {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
+			}
+		}
+		return res, err
+	}
 }
 
 // availabilityMiddleware rewrites tools/list answers with each tool's

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -111,6 +112,9 @@ type stdioConn struct {
 	// answer to the request still being served.
 	inflightMu sync.Mutex
 	inflight   map[jsonrpc.ID]struct{}
+	// drained, when set, is closed once inflight empties: end of input
+	// waits on it (drain).
+	drained chan struct{}
 
 	// The protocol version agreed by initialize: the id of the last
 	// initialize request read, and the version its successful answer
@@ -151,6 +155,15 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			if tooLong := (*lineTooLongError)(nil); errors.As(err, &tooLong) {
 				c.refuse(&rpcError{code: jsonrpc.CodeInvalidRequest, err: err})
 				continue
+			}
+			if errors.Is(err, io.EOF) {
+				// The SDK takes the end of reading for the end of the
+				// session: it cancels the requests still being served
+				// and refuses to write their answers. A client that
+				// writes its requests and closes its end (a script, a
+				// CI job) is owed every answer, so the end of input is
+				// reported only once each request read is answered.
+				c.drain()
 			}
 			return nil, err
 		}
@@ -400,7 +413,31 @@ func (c *stdioConn) startLocked(id jsonrpc.ID) {
 func (c *stdioConn) answered(id jsonrpc.ID) {
 	c.inflightMu.Lock()
 	delete(c.inflight, id)
+	if len(c.inflight) == 0 && c.drained != nil {
+		close(c.drained)
+		c.drained = nil
+	}
 	c.inflightMu.Unlock()
+}
+
+// drain waits until every request read has been answered, or the
+// connection is closed (ServeStdio's shutdown, whose grace bounds the
+// calls still running). A call's own deadline bounds how long it runs.
+func (c *stdioConn) drain() {
+	c.inflightMu.Lock()
+	if len(c.inflight) == 0 {
+		c.inflightMu.Unlock()
+		return
+	}
+	if c.drained == nil {
+		c.drained = make(chan struct{})
+	}
+	drained := c.drained
+	c.inflightMu.Unlock()
+	select {
+	case <-drained:
+	case <-c.closed:
+	}
 }
 
 // readableID returns the id of a JSON object that is not a valid message,
@@ -482,6 +519,9 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		if r.ID.IsValid() {
 			c.answered(r.ID)
 		}
+		if coded := initializationError(r); coded != nil {
+			msg, r = coded, coded
+		}
 		c.noteVersion(r)
 		if batch, held := c.batched(r); held {
 			if batch == nil {
@@ -502,6 +542,25 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.buf = b // kept for the next message, unless large
 	}
 	return err
+}
+
+// initializationError gives the SDK's refusal of a request sent before
+// initialize the code
+// of an invalid request, -32600: the SDK sends it with code 0, which a
+// client cannot tell from any other failure. Nil for any other response.
+func initializationError(r *jsonrpc.Response) *jsonrpc.Response {
+	if r.Error == nil {
+		return nil
+	}
+	var coded *jsonrpc.Error
+	if errors.As(r.Error, &coded) && coded.Code != 0 {
+		return nil
+	}
+	msg := r.Error.Error()
+	if !strings.HasSuffix(msg, "is invalid during session initialization") {
+		return nil
+	}
+	return &jsonrpc.Response{ID: r.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: msg + " (send initialize first)"}}
 }
 
 // batched records r if it answers a request of a batch; the batch's

@@ -61,6 +61,14 @@ func TestStdioLineCap(t *testing.T) {
 		if !strings.Contains(out.String(), "-32700") {
 			t.Fatalf("a truncated message: want a parse error, got %q", out.String())
 		}
+		// The end of input is reported once the requests read are
+		// answered (TestStdioAnswersBeforeEOF).
+		for _, n := range []int64{2, 3} {
+			id, _ := jsonrpc.MakeID(float64(n))
+			if err := conn.Write(context.Background(), &jsonrpc.Response{ID: id, Result: json.RawMessage(`{}`)}); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if _, err := conn.Read(context.Background()); err != io.EOF {
 			t.Fatalf("at the end of the input: %v, want io.EOF", err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -320,4 +321,117 @@ func resultText(t *testing.T, m map[string]any) string {
 	}
 	text, _ := content[0].(map[string]any)["text"].(string)
 	return text
+}
+
+// eofRequests returns n requests after initialize, of every kind a script
+// sends (tools/list, tools/call, ping), with ids 1..n, and the tool call
+// whose answer says it ran: a call with id i echoes "call i".
+func eofRequests(n int, slowMS int) string {
+	var b strings.Builder
+	b.WriteString(initLines)
+	for id := 1; id <= n; id++ {
+		switch id % 3 {
+		case 0:
+			fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`+"\n", id)
+		case 1:
+			fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fx_echo","arguments":{"text":"call %d"}}}`+"\n", id, id)
+		default:
+			fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`+"\n", id)
+		}
+	}
+	if slowMS > 0 {
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fx_sleep","arguments":{"ms":%d}}}`+"\n", n+1, slowMS)
+	}
+	return b.String()
+}
+
+// readAnswers reads responses until the server closes its output and
+// returns them by id.
+func readAnswers(t *testing.T, r *bufio.Reader) map[float64]map[string]any {
+	t.Helper()
+	got := map[float64]map[string]any{}
+	for {
+		line, err := r.ReadString('\n')
+		if err == io.EOF && line == "" {
+			return got
+		}
+		if err != nil {
+			t.Fatalf("reading answers: %v (after %d)", err, len(got))
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("answer is not a JSON object: %v: %q", err, line)
+		}
+		id, ok := m["id"].(float64)
+		if !ok {
+			continue // a notification (progress, logging)
+		}
+		if _, dup := got[id]; dup {
+			t.Fatalf("two answers with id %v", id)
+		}
+		got[id] = m
+	}
+}
+
+// checkEOFAnswers checks that every request of eofRequests(n, slow) got its
+// own answer, a result, and the calls the text they asked for.
+func checkEOFAnswers(t *testing.T, got map[float64]map[string]any, n int, slow bool) {
+	t.Helper()
+	want := n + 1 // and initialize's
+	if slow {
+		want++
+	}
+	if len(got) != want {
+		t.Fatalf("%d answers, want %d: %v", len(got), want, got)
+	}
+	for id := 0; id < want; id++ {
+		m, ok := got[float64(id)]
+		if !ok {
+			t.Fatalf("no answer to request %d", id)
+		}
+		res, ok := m["result"].(map[string]any)
+		if !ok {
+			t.Fatalf("request %d: no result: %v", id, m)
+		}
+		if id > 0 && id <= n && id%3 == 1 {
+			if got, wantText := resultText(t, m), fmt.Sprintf("call %d", id); !strings.Contains(got, wantText) {
+				t.Errorf("call %d answered %q", id, got)
+			}
+		}
+		if slow && id == n+1 && res["isError"] == true {
+			t.Errorf("the slow call was cut short at end of input: %v", res)
+		}
+	}
+}
+
+// TestStdioAnswersBeforeEOF writes requests and closes the input at once,
+// as scripts and CI jobs do: every request read is answered (tool calls
+// included, one of them still sleeping when the input ends) before the
+// server closes its output, and ServeStdio returns nil. Before, the end of
+// input ended the session with the answers unwritten.
+func TestStdioAnswersBeforeEOF(t *testing.T) {
+	for _, osPipes := range []bool{true, false} {
+		name := "io.Pipe"
+		if osPipes {
+			name = "os.Pipe"
+		}
+		t.Run(name, func(t *testing.T) {
+			for run := 0; run < 20; run++ {
+				slow := run%5 == 4
+				slowMS := 0
+				if slow {
+					slowMS = 300
+				}
+				w, r, stop := rawStdio(t, osPipes)
+				go func() {
+					io.WriteString(w, eofRequests(12, slowMS))
+					w.Close()
+				}()
+				checkEOFAnswers(t, readAnswers(t, r), 12, slow)
+				if err := stop(); err != nil {
+					t.Fatalf("ServeStdio: %v", err)
+				}
+			}
+		})
+	}
 }
