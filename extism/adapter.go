@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/tetratelabs/wazero"
 
+	"github.com/toolhost/toolhost/internal/netguard"
 	"github.com/toolhost/toolhost/extism/internal/fuel"
 	"github.com/toolhost/toolhost/plugin"
 )
@@ -135,7 +136,7 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	a.log = a.log.Named("extism")
 	if a.lookup == nil {
-		a.lookup = defaultLookup
+		a.lookup = netguard.DefaultLookup
 	}
 	// go-sdk keeps the guest log level in a process-wide variable and drops
 	// every guest log line while it is unset. Info lets guests' info, warn
@@ -422,3 +423,7 @@ func (a *Adapter) Load(ctx context.Context, spec *plugin.Spec) (plugin.Tool, err
 	}
 	return t, nil
 }
+
+// LookupFunc resolves a host name to addresses for guest HTTP requests. It
+// replaces DNS in tests and in hosts with their own resolver.
+type LookupFunc = netguard.Lookup

@@ -14,6 +14,7 @@ import (
 
 	extism "github.com/extism/go-sdk"
 
+	"github.com/toolhost/toolhost/internal/netguard"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -149,7 +150,7 @@ func doHTTP(ctx context.Context, inst *instance, in *httpRequest) *httpResponse 
 	if err != nil {
 		return httpFail(plugin.CodeInvalidRequest, "bad URL: %v", err)
 	}
-	if err := inst.guard.checkURL(u); err != nil {
+	if err := inst.guard.CheckURL(u); err != nil {
 		return httpFail(plugin.CodeCapabilityDenied, "%v", err)
 	}
 	method := strings.ToUpper(in.Method)
@@ -165,7 +166,7 @@ func doHTTP(ctx context.Context, inst *instance, in *httpRequest) *httpResponse 
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(in.TimeoutMS)*time.Millisecond)
 		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(withGuard(ctx, inst.guard), method, u.String(), body)
+	req, err := http.NewRequestWithContext(netguard.WithGuard(ctx, inst.guard), method, u.String(), body)
 	if err != nil {
 		return httpFail(plugin.CodeInvalidRequest, "%v", err)
 	}
@@ -185,7 +186,7 @@ func doHTTP(ctx context.Context, inst *instance, in *httpRequest) *httpResponse 
 			if len(via) > maxRedirects {
 				return fmt.Errorf("stopped after %d redirects", maxRedirects)
 			}
-			if err := inst.guard.checkURL(r.URL); err != nil {
+			if err := inst.guard.CheckURL(r.URL); err != nil {
 				return fmt.Errorf("%w: %w", errRedirectRefused, err)
 			}
 			if !count() {
@@ -208,7 +209,7 @@ func doHTTP(ctx context.Context, inst *instance, in *httpRequest) *httpResponse 
 		}
 		code := plugin.CodeToolExecutionFailed
 		switch {
-		case errors.Is(err, errHostNotAllowed) || errors.Is(err, errAddrForbidden) || errors.Is(err, errRedirectRefused):
+		case netguard.Refused(err) || errors.Is(err, errRedirectRefused):
 			code = plugin.CodeCapabilityDenied
 		case errors.Is(err, context.DeadlineExceeded) && in.TimeoutMS > 0:
 			code = plugin.CodeToolExecutionTimeout

@@ -19,6 +19,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 
+	"github.com/toolhost/toolhost/internal/netguard"
 	"github.com/toolhost/toolhost/extism/internal/fuel"
 	"github.com/toolhost/toolhost/plugin"
 )
@@ -41,7 +42,7 @@ type instance struct {
 	// Per call; set by begin.
 	spec      *plugin.Spec
 	limits    plugin.Limits
-	guard     *netGuard
+	guard     *netguard.Guard
 	req       *plugin.Request
 	callDone  <-chan struct{}
 	meter     *fuel.Meter // set by wasmTool.run
@@ -172,7 +173,7 @@ func (inst *instance) planWentToModule() bool {
 // begin binds the instance to a call.
 func (inst *instance) begin(ctx context.Context, req *plugin.Request, spec *plugin.Spec, limits plugin.Limits, cancel context.CancelFunc) {
 	inst.spec, inst.limits = spec, limits
-	inst.guard = &netGuard{rules: spec.Capabilities.Hosts, lookup: inst.t.a.lookup}
+	inst.guard = netguard.New(spec.Capabilities.Hosts, inst.t.a.lookup)
 	inst.mem.limit.Store(uint64(limits.Memory))
 	inst.p.MaxVarBytes = limits.VarSize
 	inst.p.Timeout = 0 // the call's context carries the deadline

@@ -20,6 +20,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/toolhost/toolhost/internal/netguard"
 	"github.com/toolhost/toolhost/extism/internal/fuel"
 	"github.com/toolhost/toolhost/plugin"
 )
@@ -98,7 +99,7 @@ func newTool(a *Adapter, spec *plugin.Spec, m mode, info *moduleInfo, code []byt
 		retired: make(chan *instance, 8),
 		quit:    make(chan struct{}),
 	}
-	t.transport = newTransport()
+	t.transport = netguard.NewTransport()
 	t.inputHead = callToolHead(guestToolName(spec))
 	if lim.Pool > 0 {
 		t.pool = newInstPool(lim.Pool)

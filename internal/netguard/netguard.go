@@ -1,4 +1,18 @@
-package extism
+// Package netguard is toolhost's network policy, one implementation for
+// both tiers: which URLs and host:port pairs a tool may reach (its
+// allowlist of [plugin.HostRule]s), and which addresses a connection may
+// go to once a name is resolved (no loopback, private, link-local,
+// metadata or otherwise non-public address unless a rule names it
+// exactly). Names are checked before a request and before every redirect;
+// resolved addresses when dialling, and the checked address is the one
+// dialled, so DNS cannot change between check and connect.
+//
+// The wasm tier's HTTP host function sends requests through [NewTransport]
+// with the tool's [Guard] in the request context ([WithGuard]); the
+// subprocess tier runs a [Proxy] for a tool granted hosts and hands it to
+// the tool as HTTP_PROXY and HTTPS_PROXY in a network namespace where the
+// proxy is the only way out.
+package netguard
 
 import (
 	"context"
@@ -15,29 +29,49 @@ import (
 	"github.com/toolhost/toolhost/plugin"
 )
 
-// LookupFunc resolves a host name to addresses. It replaces DNS in tests
-// and in hosts with their own resolver.
-type LookupFunc func(ctx context.Context, host string) ([]netip.Addr, error)
+// Lookup resolves a host name to addresses. It replaces DNS in tests and
+// in hosts with their own resolver.
+type Lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 
-func defaultLookup(ctx context.Context, host string) ([]netip.Addr, error) {
+// DefaultLookup resolves with the system resolver.
+func DefaultLookup(ctx context.Context, host string) ([]netip.Addr, error) {
 	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 }
 
-// netGuard decides which URLs a guest may fetch and which addresses the
-// client may connect to. Host names are checked against the allowlist
+// Guard decides which URLs a tool may fetch and which addresses a client
+// may connect to for it. Host names are checked against the allowlist
 // before a request (and before every redirect); resolved addresses are
 // checked again when dialling, so a name that resolves to a loopback,
 // private, link-local or metadata address is refused unless an operator
 // rule names that exact address.
-type netGuard struct {
+type Guard struct {
 	rules  []plugin.HostRule
-	lookup LookupFunc
+	lookup Lookup
+}
+
+// New returns the guard of a tool granted rules; a nil lookup uses
+// [DefaultLookup].
+func New(rules []plugin.HostRule, lookup Lookup) *Guard {
+	if lookup == nil {
+		lookup = DefaultLookup
+	}
+	return &Guard{rules: rules, lookup: lookup}
 }
 
 var (
-	errHostNotAllowed = errors.New("host is not in the tool's network allowlist")
-	errAddrForbidden  = errors.New("address is not publicly routable")
+	// ErrHostNotAllowed: the host (or host:port) is not in the tool's
+	// allowlist, or is written as a non-canonical IP address.
+	ErrHostNotAllowed = errors.New("host is not in the tool's network allowlist")
+	// ErrAddrForbidden: the host resolved to an address that is not
+	// publicly routable and that no rule names exactly.
+	ErrAddrForbidden = errors.New("address is not publicly routable")
 )
+
+// Refused reports whether err is a refusal by policy (as opposed to a
+// network failure).
+func Refused(err error) bool {
+	return errors.Is(err, ErrHostNotAllowed) || errors.Is(err, ErrAddrForbidden)
+}
 
 // hostPort splits a URL into a lower-case host and a port.
 func hostPort(u *url.URL) (string, int, error) {
@@ -80,8 +114,9 @@ func looksNumeric(host string) bool {
 	return true
 }
 
-// checkURL reports whether a guest may fetch u.
-func (g *netGuard) checkURL(u *url.URL) error {
+// CheckURL reports whether the tool may fetch u: http or https, no
+// credentials in it, and a host and port the allowlist allows.
+func (g *Guard) CheckURL(u *url.URL) error {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return fmt.Errorf("URL %q: only http and https are allowed", u.Redacted())
 	}
@@ -92,15 +127,21 @@ func (g *netGuard) checkURL(u *url.URL) error {
 	if err != nil {
 		return err
 	}
+	return g.CheckHost(host, port)
+}
+
+// CheckHost reports whether the allowlist allows host (a name or an IP
+// address, lower case, without brackets) on port.
+func (g *Guard) CheckHost(host string, port int) error {
 	if looksNumeric(host) {
-		return fmt.Errorf("%s: %w (non-canonical IP address form)", host, errHostNotAllowed)
+		return fmt.Errorf("%s: %w (non-canonical IP address form)", host, ErrHostNotAllowed)
 	}
 	for _, r := range g.rules {
 		if r.Allows(host, port) {
 			return nil
 		}
 	}
-	return fmt.Errorf("%s:%d: %w", host, port, errHostNotAllowed)
+	return fmt.Errorf("%s:%d: %w", host, port, ErrHostNotAllowed)
 }
 
 var extraForbidden = []netip.Prefix{
@@ -120,11 +161,11 @@ var extraForbidden = []netip.Prefix{
 	netip.MustParsePrefix("fec0::/10"), // deprecated site-local
 }
 
-// forbidden reports whether a is an address guests may not reach by
+// Forbidden reports whether a is an address tools may not reach by
 // default: loopback, private, link-local (including cloud metadata at
 // 169.254.169.254), multicast, unspecified, reserved, and any IPv4-mapped or
 // translated form of those.
-func forbidden(a netip.Addr) bool {
+func Forbidden(a netip.Addr) bool {
 	if a.Is4In6() {
 		return true // mapped forms are refused whatever they map to
 	}
@@ -143,9 +184,10 @@ func forbidden(a netip.Addr) bool {
 	return false
 }
 
-// addrAllowed reports whether the client may connect to a:port.
-func (g *netGuard) addrAllowed(a netip.Addr, port int) bool {
-	if !forbidden(a) {
+// AddrAllowed reports whether a client may connect to a:port for the tool:
+// a is public, or a rule names it exactly with that port.
+func (g *Guard) AddrAllowed(a netip.Addr, port int) bool {
+	if !Forbidden(a) {
 		return true
 	}
 	for _, r := range g.rules {
@@ -156,10 +198,12 @@ func (g *netGuard) addrAllowed(a netip.Addr, port int) bool {
 	return false
 }
 
-// dial connects to addr after resolving it and checking every address.
-// It dials the checked address itself, so DNS cannot change between check
-// and connect.
-func (g *netGuard) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+// Dial connects to addr (host:port) over TCP after resolving it and
+// checking every address. It dials the checked address itself, so DNS
+// cannot change between check and connect. It does not check the
+// allowlist: callers check the name first ([Guard.CheckURL],
+// [Guard.CheckHost]).
+func (g *Guard) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	host, ps, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
@@ -173,7 +217,7 @@ func (g *netGuard) dial(ctx context.Context, network, addr string) (net.Conn, er
 		addrs = []netip.Addr{a}
 	} else {
 		if looksNumeric(host) {
-			return nil, fmt.Errorf("dial %s: %w", host, errHostNotAllowed)
+			return nil, fmt.Errorf("dial %s: %w", host, ErrHostNotAllowed)
 		}
 		addrs, err = g.lookup(ctx, host)
 		if err != nil {
@@ -183,8 +227,8 @@ func (g *netGuard) dial(ctx context.Context, network, addr string) (net.Conn, er
 	var lastErr error = fmt.Errorf("dial %s: no addresses", host)
 	d := net.Dialer{Timeout: 10 * time.Second}
 	for _, a := range addrs {
-		if !g.addrAllowed(a, port) {
-			lastErr = fmt.Errorf("dial %s (%s): %w", host, a, errAddrForbidden)
+		if !g.AddrAllowed(a, port) {
+			lastErr = fmt.Errorf("dial %s (%s): %w", host, a, ErrAddrForbidden)
 			continue
 		}
 		c, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())
@@ -198,24 +242,27 @@ func (g *netGuard) dial(ctx context.Context, network, addr string) (net.Conn, er
 
 type guardKey struct{}
 
-func withGuard(ctx context.Context, g *netGuard) context.Context {
+// WithGuard returns ctx carrying g, for requests sent through
+// [NewTransport].
+func WithGuard(ctx context.Context, g *Guard) context.Context {
 	return context.WithValue(ctx, guardKey{}, g)
 }
 
 // guardedDial dials through the guard the request's context carries; a
 // request without one is refused.
 func guardedDial(ctx context.Context, network, addr string) (net.Conn, error) {
-	g, _ := ctx.Value(guardKey{}).(*netGuard)
+	g, _ := ctx.Value(guardKey{}).(*Guard)
 	if g == nil {
-		return nil, fmt.Errorf("dial %s: %w", addr, errHostNotAllowed)
+		return nil, fmt.Errorf("dial %s: %w", addr, ErrHostNotAllowed)
 	}
-	return g.dial(ctx, network, addr)
+	return g.Dial(ctx, network, addr)
 }
 
-// newTransport returns an HTTP transport that dials through the guard of
-// each request and never uses a proxy. Idle connections are keyed by
+// NewTransport returns an HTTP transport that dials through the guard of
+// each request ([WithGuard]; a request without one is refused) and never
+// uses a proxy. Idle connections are keyed by
 // host:port, and a connection is only made after the address check.
-func newTransport() *http.Transport {
+func NewTransport() *http.Transport {
 	return &http.Transport{
 		Proxy:                  nil, // proxy variables are ignored on purpose
 		DialContext:            guardedDial,
