@@ -16,8 +16,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/tetratelabs/wazero"
 
-	"github.com/toolhost/toolhost/internal/netguard"
 	"github.com/toolhost/toolhost/extism/internal/fuel"
+	"github.com/toolhost/toolhost/internal/netguard"
 	"github.com/toolhost/toolhost/plugin"
 )
 
