@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +36,10 @@ type Config struct {
 	// call MaybeRunShim first thing in main. Default: os.Executable(). Tests
 	// point it at the test binary, whose TestMain calls MaybeRunShim.
 	ShimPath string
+	// Lookup resolves host names for the network proxy of tools granted
+	// hosts; nil uses the system resolver. Resolved addresses are always
+	// checked (internal/netguard).
+	Lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 	// PluginDir, when set, confines plugin paths: relative paths are taken
 	// inside it and no path may resolve (through "../" or symlinks) outside.
 	PluginDir string
@@ -293,6 +299,12 @@ func (a *Adapter) Load(ctx context.Context, spec *plugin.Spec) (plugin.Tool, err
 	if closed {
 		return nil, plugin.Errorf(plugin.CodeToolUnavailable, "subprocess adapter is closed")
 	}
+	if len(spec.Capabilities.Hosts) > 0 && !a.hard.NetNamespace {
+		// Without a network namespace nothing keeps the tool's sockets
+		// to the proxy: it would have the host's whole network.
+		return nil, &plugin.Error{Code: plugin.CodeToolUnavailable, Tool: spec.Name,
+			Message: fmt.Sprintf("this tool is granted network hosts (%s), but this host cannot give subprocess tools a network namespace (it needs root or CAP_SYS_ADMIN; see host doctor), so it cannot hold the tool to those hosts; run the host with that privilege, or grant the tool no hosts", hostList(spec.Capabilities.Hosts))}
+	}
 	var (
 		t   plugin.Tool
 		s   stopper
@@ -367,4 +379,12 @@ func limitsOf(spec *plugin.Spec, req *plugin.Request) plugin.Limits {
 		return req.Spec.Limits.WithDefaults(plugin.DefaultLimits())
 	}
 	return spec.Limits.WithDefaults(plugin.DefaultLimits())
+}
+
+func hostList(rules []plugin.HostRule) string {
+	names := make([]string, len(rules))
+	for i, r := range rules {
+		names[i] = r.String()
+	}
+	return strings.Join(names, ", ")
 }

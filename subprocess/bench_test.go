@@ -131,16 +131,16 @@ func BenchmarkColdStart(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		// A tool granted no host gets a network namespace of its own (its
-		// start cost is the difference between the two); one granted a
-		// host shares the host's network.
+		// Every tool gets a network namespace of its own; one granted a
+		// host also gets the proxy (its start cost is the difference
+		// between the two).
 		for _, offline := range []bool{true, false} {
 			spec := &plugin.Spec{Name: "git_log", Source: plugin.Source{Kind: Kind, Path: bin, SHA256: sum, Tool: "git_log"},
 				Capabilities: plugin.Capabilities{Subprocess: true}, InputSchema: json.RawMessage(`{"type":"object"}`)}
 			net := "netns"
 			if !offline {
 				spec.Capabilities.Hosts = []plugin.HostRule{{Host: "example.com", Port: 443}}
-				net = "hostnet"
+				net = "proxy"
 			}
 			tool, err := a.Load(context.Background(), spec) // starts nothing: the spec has the schema
 			if err != nil {

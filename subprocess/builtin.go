@@ -280,6 +280,12 @@ func (t *commandTool) run(ctx context.Context, args commandArgs, cwd string, mou
 		OpenFiles:  uint64(limits.FileDescriptors),
 		Offline:    len(t.spec.Capabilities.Hosts) == 0,
 	}
+	if !ls.Offline {
+		if ls.Proxy, err = newTreeProxy(t.spec.Name, t.spec.Capabilities.Hosts, a.cfg.Lookup, t.log); err != nil {
+			return nil, err
+		}
+		defer ls.Proxy.close()
+	}
 	cmd, g, err := a.command(ls)
 	if err != nil {
 		return nil, err
@@ -321,6 +327,9 @@ func (t *commandTool) run(ctx context.Context, args commandArgs, cwd string, mou
 	if err == nil {
 		g.root, g.pgid = cmd.Process.Pid, cmd.Process.Pid
 		t.running[g] = struct{}{}
+		if ls.Proxy != nil {
+			ls.Proxy.started()
+		}
 	}
 	t.mu.Unlock()
 	outW.Close()

@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -153,7 +156,7 @@ type testTools struct{}
 func (testTools) ListTools(context.Context) ([]shared.Tool, error) {
 	var out []shared.Tool
 	for _, n := range []string{"echo", "forkbomb", "threadbomb", "escape", "alloc", "filldisk", "fds",
-		"sleep", "crash", "spawn", "env", "write", "syscalls", "rlimits", "cwd", "spin", "print"} {
+		"sleep", "crash", "spawn", "env", "write", "syscalls", "rlimits", "cwd", "spin", "print", "fetch", "dial"} {
 		out = append(out, shared.Tool{Name: n, Description: "test tool " + n,
 			InputSchema: json.RawMessage(`{"type":"object"}`)})
 	}
@@ -353,6 +356,26 @@ func (testTools) CallTool(ctx context.Context, name string, args json.RawMessage
 		}
 		spin()
 		return shared.TextResult("survived"), nil
+	case "fetch":
+		// Go's default client, as a plugin author's code would use it: it
+		// reads HTTP_PROXY and HTTPS_PROXY. Path is the URL.
+		resp, err := http.Get(a.Path)
+		if err != nil {
+			return shared.TextResult("fetch error: " + err.Error()), nil
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return shared.TextResult(fmt.Sprintf("status %d: %s", resp.StatusCode, b)), nil
+	case "dial":
+		// A direct connection, around the proxy. Path is host:port.
+		c, err := net.DialTimeout("tcp", a.Path, 2*time.Second)
+		if err != nil {
+			return shared.TextResult("dial error: " + err.Error()), nil
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		b, _ := io.ReadAll(c)
+		return shared.TextResult("dialled: " + string(b)), nil
 	case "print":
 		// Through go-plugin's stdio forwarding (os.Stdout and os.Stderr are
 		// pipes to the host once Serve runs), and straight to descriptor 2,

@@ -41,6 +41,9 @@ type launchSpec struct {
 
 	// Offline: the tool was granted no network hosts.
 	Offline bool
+	// Proxy is the network of a tool granted hosts, where the host has
+	// network namespaces; nil otherwise.
+	Proxy *treeProxy
 }
 
 // command returns the exec.Cmd that starts ls through the shim, and the
@@ -66,7 +69,7 @@ func (a *Adapter) command(ls *launchSpec) (*exec.Cmd, *group, error) {
 	cmd.Env = ls.Env
 	cmd.Dir = ls.Dir
 	cmd.SysProcAttr = sysProcAttr(a.hard.PIDNamespace, cfg.NetNS)
-	cmd.ExtraFiles = extraFiles(ls.File, &cfg)
+	cmd.ExtraFiles = extraFiles(ls.File, ls.Proxy, &cfg)
 	b, err = json.Marshal(&cfg)
 	if err != nil {
 		removeCgroup(g.cgroup)
@@ -77,9 +80,9 @@ func (a *Adapter) command(ls *launchSpec) (*exec.Cmd, *group, error) {
 }
 
 // extraFiles returns the descriptors a shim inherits after stdio — the
-// verified executable (if any) and the lifeline — and records their numbers
-// in cfg.
-func extraFiles(exe *os.File, cfg *shimConfig) []*os.File {
+// verified executable (if any), the lifeline and the proxy's socket (if
+// any) — and records their numbers in cfg.
+func extraFiles(exe *os.File, proxy *treeProxy, cfg *shimConfig) []*os.File {
 	var files []*os.File
 	cfg.FD = -1
 	if exe != nil {
@@ -90,6 +93,11 @@ func extraFiles(exe *os.File, cfg *shimConfig) []*os.File {
 	if l := lifeline(); l != nil {
 		cfg.Lifeline = 3 + len(files)
 		files = append(files, l)
+	}
+	cfg.ProxyFD = -1
+	if proxy != nil {
+		cfg.ProxyFD = 3 + len(files)
+		files = append(files, proxy.child)
 	}
 	return files
 }
@@ -128,13 +136,17 @@ func (a *Adapter) shimConfig(ls *launchSpec) shimConfig {
 		PrivateProc: a.hard.PIDNamespace,
 		UID:         -1,
 		GID:         -1,
+		ProxyFD:     -1,
 		RWFiles:     []string{"/dev/null", "/dev/zero", "/dev/full"},
 	}
 	if id := a.runAs; id != nil {
 		cfg.UID, cfg.GID = int(id.UID), int(id.GID)
 	}
 	cfg.Offline = ls.Offline
-	cfg.NetNS = ls.Offline && a.hard.NetNamespace
+	// Every tree gets a network namespace where the host can make one:
+	// with nothing in it for a tool granted no hosts, with the proxy for
+	// one granted some (Load refuses those where it cannot).
+	cfg.NetNS = a.hard.NetNamespace
 	cfg.ReadOnly = append(slices.Clone(a.cfg.SystemReadDirs), filepath.Dir(ls.Exe))
 	cfg.ReadOnly = append(cfg.ReadOnly, ls.ReadOnly...)
 	cfg.ReadWrite = append([]string{ls.Scratch}, ls.ReadWrite...)

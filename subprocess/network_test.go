@@ -1,13 +1,20 @@
 package subprocess
 
 import (
+	"context"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolhost/toolhost/plugin"
 )
 
 // Issue 23, part 3: bash.read-only answered `cat < /dev/tcp/127.0.0.1/PORT`
@@ -120,5 +127,127 @@ func TestNoNetworkUnderUnprivilegedHost(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if n := seen.Load(); n != 0 {
 		t.Fatalf("the listeners saw %d connections or packets", n)
+	}
+}
+
+// grantedServers starts a plain and a TLS server on 127.0.0.1 that a tool
+// is granted, and returns the rules naming them exactly.
+func grantedServers(t *testing.T) (plain, tls *httptest.Server, hosts []plugin.HostRule) {
+	t.Helper()
+	plain = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "granted-body %s", r.URL.Path)
+	}))
+	t.Cleanup(plain.Close)
+	tls = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "granted-tls %s", r.URL.Path)
+	}))
+	t.Cleanup(tls.Close)
+	for _, s := range []*httptest.Server{plain, tls} {
+		r, err := plugin.ParseHostRule(s.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		hosts = append(hosts, r)
+	}
+	return plain, tls, hosts
+}
+
+// TestGrantedHostsThroughTheProxy: a tool granted hosts reaches them, by
+// HTTP and HTTPS, through the proxy the host hands it, and nothing else:
+// not another local port, not the granted server directly, not DNS.
+func TestGrantedHostsThroughTheProxy(t *testing.T) {
+	// Go's client never proxies loopback addresses: the plugin names the
+	// server granted.test, which resolves to it.
+	a := newTestAdapter(t, func(c *Config) {
+		c.Lookup = func(_ context.Context, host string) ([]netip.Addr, error) {
+			if host == "granted.test" {
+				return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+			}
+			return nil, fmt.Errorf("lookup %s: no such host", host)
+		}
+	})
+	if !a.Hardening().NetNamespace {
+		t.Skip("no network namespaces here: TestGrantedHostsNeedANamespace covers this host")
+	}
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed")
+	}
+	plain, secure, hosts := grantedServers(t)
+	tcp4, _, _, seen := listeners(t)
+	shell, _ := builtinTool(t, a, BuiltinShellExec, func(s *plugin.Spec) { s.Capabilities.Hosts = hosts })
+	run := func(command string) string {
+		t.Helper()
+		res, err := shellCall(t, shell, map[string]any{"command": command})
+		if err != nil {
+			t.Fatalf("%s: %v", command, err)
+		}
+		return res.TextContent()
+	}
+	for _, tc := range []struct{ command, want string }{
+		{"curl -sS --max-time 5 " + plain.URL + "/a", "granted-body /a"},
+		{"curl -sSk --max-time 5 " + secure.URL + "/b", "granted-tls /b"},
+		{fmt.Sprintf("curl -sS --max-time 5 http://127.0.0.1:%d/", tcp4), "refused"},
+		{fmt.Sprintf("curl -sSk --max-time 5 https://127.0.0.1:%d/", tcp4), "403"},
+		{"echo $HTTPS_PROXY", fmt.Sprintf("http://127.0.0.1:%d", proxyPort)},
+	} {
+		if out := run(tc.command); !strings.Contains(out, tc.want) {
+			t.Errorf("%s:\n%s\nwant %q", tc.command, out, tc.want)
+		}
+	}
+	// Around the proxy: the granted server directly, another port, DNS.
+	port := plain.Listener.Addr().(*net.TCPAddr).Port
+	direct := run(fmt.Sprintf("curl -sS --noproxy '*' --max-time 5 %s/direct; cat < /dev/tcp/127.0.0.1/%d; cat < /dev/tcp/127.0.0.1/%d; getent hosts example.com; echo probe-done", plain.URL, port, tcp4))
+	if strings.Contains(direct, "granted-body") || strings.Contains(direct, "LISTENER-SECRET") || !strings.Contains(direct, "probe-done") {
+		t.Errorf("around the proxy:\n%s", direct)
+	}
+	// The plugin tier: Go's default client finds the proxy by itself. The
+	// name is granted, and so is the loopback address it resolves to
+	// (named exactly, as an operator must for a non-public address).
+	named, err := plugin.ParseHostRule(fmt.Sprintf("granted.test:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := load(t, a, func() *plugin.Spec {
+		s := testSpec(testPluginSum(), "fetch", "serve", "proxy-fetch")
+		s.Capabilities.Hosts = append(hosts, named)
+		return s
+	}())
+	for _, tc := range []struct{ url, want string }{
+		{fmt.Sprintf("http://granted.test:%d/plugin", port), "status 200: granted-body /plugin"},
+		{fmt.Sprintf("http://granted.test:%d/", tcp4), "status 403"},
+	} {
+		res, err := call(t, tool, fmt.Sprintf(`{"path":%q}`, tc.url), 20*time.Second)
+		if err != nil || !strings.Contains(res.TextContent(), tc.want) {
+			t.Errorf("fetch %s: %v %v, want %q", tc.url, res, err, tc.want)
+		}
+	}
+	dial := load(t, a, func() *plugin.Spec {
+		s := testSpec(testPluginSum(), "dial", "serve", "proxy-dial")
+		s.Capabilities.Hosts = hosts
+		return s
+	}())
+	res, err := call(t, dial, fmt.Sprintf(`{"path":"127.0.0.1:%d"}`, tcp4), 20*time.Second)
+	if err != nil || !strings.Contains(res.TextContent(), "dial error") {
+		t.Errorf("direct dial from a plugin: %v %v", res, err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := seen.Load(); n != 0 {
+		t.Fatalf("the ungranted listener saw %d connections", n)
+	}
+}
+
+// TestGrantedHostsNeedANamespace: where the host cannot make network
+// namespaces, nothing would hold a tool to the proxy, so a tool granted
+// hosts is refused at load, saying why.
+func TestGrantedHostsNeedANamespace(t *testing.T) {
+	a := newTestAdapter(t, nil)
+	a.hard.NetNamespace = false
+	_, _, hosts := grantedServers(t)
+	spec := testSpec(testPluginSum(), "fetch", "serve", "no-netns")
+	spec.Capabilities.Hosts = hosts
+	_, err := a.Load(context.Background(), spec)
+	if err == nil || plugin.CodeOf(err) != plugin.CodeToolUnavailable || !strings.Contains(err.Error(), "network namespace") ||
+		!strings.Contains(err.Error(), hosts[0].String()) {
+		t.Fatalf("err = %v", err)
 	}
 }

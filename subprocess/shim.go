@@ -54,6 +54,10 @@ type shimConfig struct {
 	// exists; without one, the seccomp filter refuses inet sockets.
 	Offline bool `json:"offline,omitempty"`
 	NetNS   bool `json:"netns,omitempty"`
+	// ProxyFD, for a tool granted hosts in a network namespace (NetNS),
+	// is the descriptor of the socket over which the shim sends the host
+	// its proxy listener (see treeProxy); -1 for none.
+	ProxyFD int `json:"proxy_fd"`
 	// ReadOnly and ReadWrite are Landlock directory rules; RWFiles are
 	// single files (such as /dev/null) that may be written.
 	ReadOnly  []string `json:"ro,omitempty"`

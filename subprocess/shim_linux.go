@@ -28,7 +28,7 @@ import (
 // signals) is needed.
 func runShim(cfg *shimConfig) error {
 	runtime.LockOSThread()
-	if err := closeInherited(cfg.FD, cfg.Lifeline); err != nil {
+	if err := closeInherited(cfg.FD, cfg.Lifeline, cfg.ProxyFD); err != nil {
 		return fmt.Errorf("closing inherited descriptors: %w", err)
 	}
 	if err := joinCgroup(cfg.Cgroup); err != nil {
@@ -43,6 +43,14 @@ func runShim(cfg *shimConfig) error {
 	if cfg.NetNS {
 		if err := loopbackUp(); err != nil {
 			return fmt.Errorf("network namespace: %w", err)
+		}
+	}
+	if cfg.ProxyFD >= 0 {
+		if !cfg.NetNS {
+			return errors.New("a network proxy needs a network namespace")
+		}
+		if err := sendProxyListener(cfg.ProxyFD); err != nil {
+			return fmt.Errorf("network proxy: %w", err)
 		}
 	}
 	if err := applyRlimits(cfg); err != nil {
@@ -77,6 +85,9 @@ func runShim(cfg *shimConfig) error {
 	env := cfg.Env
 	if env == nil {
 		env = os.Environ()
+	}
+	if cfg.ProxyFD >= 0 {
+		env = proxyEnv(env)
 	}
 	// Termination signals are the plugin's to handle: the shim exits when
 	// it does. (Handled, not ignored, so the child starts with defaults.)

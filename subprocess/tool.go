@@ -539,7 +539,7 @@ func (t *pluginTool) start(ctx context.Context) (*proc, error) {
 	}
 	if w == nil {
 		var err error
-		if w, err = a.prestart(t.bin, t.offline()); err != nil {
+		if w, err = a.prestart(t.bin, t.spec.Name, t.spec.Capabilities.Hosts); err != nil {
 			return nil, err
 		}
 	}
@@ -634,7 +634,7 @@ func (t *pluginTool) warmSpare() {
 	t.warming = true
 	gen := t.spareGen
 	go func() {
-		w, err := t.a.prestart(t.bin, t.offline())
+		w, err := t.a.prestart(t.bin, t.spec.Name, t.spec.Capabilities.Hosts)
 		t.mu.Lock()
 		t.warming = false
 		// Dropped while it was warming (the idle stop, Close): not wanted.

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"time"
+
+	"github.com/toolhost/toolhost/plugin"
 )
 
 // warmShim is a shim started ahead of time for one plugin binary: the Go
@@ -23,6 +25,7 @@ type warmShim struct {
 	exited   chan struct{} // closed when the shim has exited (not yet reaped)
 	key      string        // fileKey of the executable it holds
 	lifeline int           // the shim's lifeline descriptor
+	proxyFD  int           // the shim's proxy socket descriptor, or -1
 	scratch  string
 	g        *group
 	// joined reports the host's move of the shim into its pids cgroup
@@ -31,9 +34,10 @@ type warmShim struct {
 	joined chan error
 }
 
-// prestart starts a warm shim for the pinned binary b; offline: in a
-// network namespace of its own, where the host can make one.
-func (a *Adapter) prestart(b *pinnedBinary, offline bool) (*warmShim, error) {
+// prestart starts a warm shim for the pinned binary b of tool, in a network
+// namespace of its own where the host can make one, with a proxy to hosts
+// if the tool is granted some.
+func (a *Adapter) prestart(b *pinnedBinary, tool string, hosts []plugin.HostRule) (*warmShim, error) {
 	f, key, err := b.open()
 	if err != nil {
 		return nil, err
@@ -55,11 +59,22 @@ func (a *Adapter) prestart(b *pinnedBinary, offline bool) (*warmShim, error) {
 	cmd := exec.Command(a.cfg.ShimPath, shimArg, "-", "") // the host moves it into its cgroup
 	cmd.Env = []string{}
 	cmd.Dir = scratch
-	cmd.SysProcAttr = sysProcAttr(a.hard.PIDNamespace, offline && a.hard.NetNamespace)
+	cmd.SysProcAttr = sysProcAttr(a.hard.PIDNamespace, a.hard.NetNamespace)
+	var proxy *treeProxy
+	if len(hosts) > 0 {
+		if proxy, err = newTreeProxy(tool, hosts, a.cfg.Lookup, a.log); err != nil {
+			removeCgroup(w.g.cgroup)
+			os.RemoveAll(scratch)
+			return nil, err
+		}
+	}
 	var lcfg shimConfig
-	cmd.ExtraFiles = extraFiles(f, &lcfg)
-	w.lifeline = lcfg.Lifeline
+	cmd.ExtraFiles = extraFiles(f, proxy, &lcfg)
+	w.lifeline, w.proxyFD = lcfg.Lifeline, lcfg.ProxyFD
 	fail := func(err error) (*warmShim, error) {
+		if proxy != nil {
+			proxy.close()
+		}
 		removeCgroup(w.g.cgroup)
 		os.RemoveAll(scratch)
 		return nil, err
@@ -89,6 +104,10 @@ func (a *Adapter) prestart(b *pinnedBinary, offline bool) (*warmShim, error) {
 	}
 	w.exited = make(chan struct{})
 	go waitExit(w.g.root, w.exited)
+	if proxy != nil {
+		proxy.started()
+		go func() { <-w.exited; proxy.close() }()
+	}
 	return w, nil
 }
 
@@ -104,7 +123,7 @@ func (w *warmShim) launch(cfg *shimConfig) error {
 	}
 	cfg.Cgroup = "" // joined while waiting
 	cfg.Dir = w.scratch
-	cfg.FD, cfg.Lifeline = 3, w.lifeline
+	cfg.FD, cfg.Lifeline, cfg.ProxyFD = 3, w.lifeline, w.proxyFD
 	b, err := json.Marshal(cfg)
 	if err != nil {
 		return err

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/toolhost/toolhost/plugin"
 )
 
 // startProxy serves a proxy for rules on 127.0.0.1 and returns its URL and
@@ -246,4 +248,55 @@ func TestProxyClosesTunnels(t *testing.T) {
 	if _, err := c.Read(buf); err == nil {
 		t.Fatal("tunnel still open after Close")
 	}
+}
+
+// BenchmarkProxy: a request through the proxy against the same request
+// sent directly, both over kept-alive connections to a loopback server
+// (the rule names it exactly). The difference is the proxy's cost per
+// request; "connect" opens a new tunnel each time, as a client without
+// keep-alive does.
+func BenchmarkProxy(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "hello")
+	}))
+	defer srv.Close()
+	r, err := plugin.ParseHostRule(srv.Listener.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := NewProxy(New([]plugin.HostRule{r}, nil), ProxyOptions{})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go p.Serve(l)
+	defer p.Close()
+	proxyURL, _ := url.Parse("http://" + l.Addr().String())
+	get := func(b *testing.B, c *http.Client) {
+		resp, err := c.Get(srv.URL + "/")
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Fatal(resp.Status)
+		}
+	}
+	run := func(name string, tr *http.Transport) {
+		b.Run(name, func(b *testing.B) {
+			c := &http.Client{Transport: tr}
+			defer tr.CloseIdleConnections()
+			get(b, c)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				get(b, c)
+			}
+		})
+	}
+	run("direct", &http.Transport{Proxy: nil})
+	run("proxy", &http.Transport{Proxy: http.ProxyURL(proxyURL)})
+	run("direct-new-conn", &http.Transport{Proxy: nil, DisableKeepAlives: true})
+	run("proxy-new-conn", &http.Transport{Proxy: http.ProxyURL(proxyURL), DisableKeepAlives: true})
 }
