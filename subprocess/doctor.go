@@ -37,9 +37,10 @@ type Hardening struct {
 	// shim forks it from a thread that never exits). The host itself does
 	// not use the parent-death signal: see DiesWithHost.
 	ParentDeathSignal bool
-	// NetNamespace: a tool granted no network hosts runs in a network
-	// namespace of its own, which holds a loopback device and nothing
-	// else. Without it, such a tool's seccomp filter refuses inet sockets.
+	// NetNamespace: every tree runs in a network namespace of its own,
+	// which holds a loopback device and, for a tool granted hosts, the
+	// host's allow-listing proxy. Without it, a tool granted no hosts has
+	// inet sockets refused by seccomp, and one granted hosts is refused.
 	NetNamespace bool
 	// PrivateProc: each plugin sees a procfs of its own on /proc (PID and
 	// mount namespaces), which lists its tree and nothing of the host's.
@@ -112,8 +113,10 @@ func (h Hardening) String() string {
 		fmt.Fprintf(&b, "  private /proc:         %s\n", yes(h.PrivateProc))
 		if h.NetNamespace {
 			fmt.Fprintf(&b, "  network, none granted: none (a network namespace with loopback only)\n")
+			fmt.Fprintf(&b, "  network, hosts granted: through the host's allow-listing proxy only\n")
 		} else {
 			fmt.Fprintf(&b, "  network, none granted: none (seccomp refuses inet sockets)\n")
+			fmt.Fprintf(&b, "  network, hosts granted: refused (no network namespace to hold the tool to its proxy)\n")
 		}
 		if h.RunAs != "" {
 			fmt.Fprintf(&b, "  runs as:               %s, no capabilities\n", h.RunAs)
