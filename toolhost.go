@@ -189,7 +189,7 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 			continue
 		}
 		if err := h.Host.Load(ctx, spec); err != nil {
-			loadDiags = append(loadDiags, cfg.Diagnostic(configName(spec), "Cannot load tool "+spec.Name,
+			loadDiags = append(loadDiags, cfg.SourceDiagnostic(configName(spec), "Cannot load tool "+spec.Name,
 				strings.TrimPrefix(err.Error(), fmt.Sprintf("tool %q: ", spec.Name))+"."))
 		}
 	}

@@ -140,6 +140,22 @@ func TestCLIGolden(t *testing.T) {
 }
 
 // The ID printed for a truncated result fetches the whole output.
+// TestCLIValidateUnknownImport: a module importing a host function
+// toolhost does not provide is refused by validate, at its wasm block,
+// naming the import (it used to load, and fail at its first call). Not a
+// golden file: the message holds the module's absolute path.
+func TestCLIValidateUnknownImport(t *testing.T) {
+	r := runCLI(t, "", "validate", "--config=testdata/unknown_import.hcl")
+	if r.code != 2 {
+		t.Fatalf("exit code %d, want 2\n%s", r.code, r.stderr)
+	}
+	for _, want := range []string{"Cannot load tool nope", "line 6, column 3", "   6:   wasm {", "extism:host/user.nope", "does not provide"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr does not hold %q:\n%s", want, r.stderr)
+		}
+	}
+}
+
 func TestCLIArtifactRoundTrip(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll("testdata/.cache") })
 	r := runCLI(t, "", "call", "--config=testdata/cli.hcl", "big")

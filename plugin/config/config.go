@@ -48,6 +48,9 @@ type Config struct {
 	// ranges locate each tool's and server's block for diagnostics about
 	// problems found after decoding (an adapter failing to load a tool).
 	ranges map[string]hcl.Range
+	// sources locate each tool's source block (wasm, subprocess): an
+	// adapter's refusal is about the artifact it names.
+	sources map[string]hcl.Range
 }
 
 // Host holds the host {} settings, with paths made absolute.
@@ -89,6 +92,16 @@ type MCPServer struct {
 func (c *Config) Range(name string) (hcl.Range, bool) {
 	r, ok := c.ranges[name]
 	return r, ok
+}
+
+// SourceDiagnostic returns an error diagnostic about the named tool's
+// artifact, pointing at its source block (wasm { ... }, subprocess
+// { ... }), or at the tool's block if it has none.
+func (c *Config) SourceDiagnostic(name, summary, detail string) *hcl.Diagnostic {
+	if r, ok := c.sources[name]; ok {
+		return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: r.Ptr()}
+	}
+	return c.Diagnostic(name, summary, detail)
 }
 
 // Diagnostic returns an error diagnostic about the named tool or server,
@@ -220,7 +233,7 @@ func (d *decoder) path(p string) string {
 }
 
 func (d *decoder) decode(raw *rawFile) *Config {
-	cfg := &Config{Secrets: plugin.StaticSecrets{}, ranges: map[string]hcl.Range{}}
+	cfg := &Config{Secrets: plugin.StaticSecrets{}, ranges: map[string]hcl.Range{}, sources: map[string]hcl.Range{}}
 	d.decodeHost(raw.Host, cfg)
 	d.decodeSecrets(raw.Secrets, cfg)
 	d.decodeGrants(raw.Grants, cfg)
@@ -471,11 +484,17 @@ func (d *decoder) decodeTool(t *rawTool, cfg *Config) (plugin.Spec, bool) {
 	case n > 1:
 		d.errorf(t.DefRange, "Several sources", "The tool %q has %d source blocks; give exactly one of wasm, subprocess or go.", t.Name, n)
 	case len(t.Wasm) == 1:
+		if cfg.ranges[t.Name] == t.DefRange {
+			cfg.sources[t.Name] = t.Wasm[0].DefRange
+		}
 		spec.Source = d.wasmSource(t.Wasm[0])
 		if spec.Source.Export != "" && len(spec.InputSchema) == 0 {
 			d.errorf(t.Wasm[0].DefRange, "Raw export without a schema", "The tool %q calls the plain export %q, which cannot describe itself: declare input_schema (and output_schema if it returns JSON) in the tool block.", t.Name, spec.Source.Export)
 		}
 	case len(t.Subprocess) == 1:
+		if cfg.ranges[t.Name] == t.DefRange {
+			cfg.sources[t.Name] = t.Subprocess[0].DefRange
+		}
 		spec.Source = d.subprocessSource(t.Subprocess[0])
 		spec.Capabilities.Subprocess = true
 		spec.Capabilities.Env = t.Subprocess[0].Env
