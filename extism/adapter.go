@@ -3,6 +3,7 @@ package extism
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -110,6 +111,10 @@ type Adapter struct {
 	// first byte; built-in modules are the binary's own, never freed.
 	scannedMu sync.Mutex
 	scanned   map[*byte]scannedModule
+	// compiling holds a lock per module digest while that module compiles
+	// (compileLock).
+	compilingMu sync.Mutex
+	compiling   map[string]*sync.Mutex
 
 	mu     sync.Mutex
 	tools  []*wasmTool
@@ -427,3 +432,27 @@ func (a *Adapter) Load(ctx context.Context, spec *plugin.Spec) (plugin.Tool, err
 // LookupFunc resolves a host name to addresses for guest HTTP requests. It
 // replaces DNS in tests and in hosts with their own resolver.
 type LookupFunc = netguard.Lookup
+
+// compileLock serialises compilations of the same module bytes, and
+// returns the unlock. Tools of one plugin share a module, and wazero's
+// engine, shared through the compilation cache, publishes a module read
+// from its file cache before it has finished preparing it (the entry
+// preambles, in wazero 1.12): a second compilation of those bytes could
+// hand its tool a module still being written. Different modules still
+// compile in parallel.
+func (a *Adapter) compileLock(code []byte) func() {
+	sum := sha256.Sum256(code)
+	key := string(sum[:])
+	a.compilingMu.Lock()
+	if a.compiling == nil {
+		a.compiling = map[string]*sync.Mutex{}
+	}
+	mu, ok := a.compiling[key]
+	if !ok {
+		mu = new(sync.Mutex)
+		a.compiling[key] = mu
+	}
+	a.compilingMu.Unlock()
+	mu.Lock()
+	return mu.Unlock
+}

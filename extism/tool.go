@@ -170,10 +170,12 @@ func (t *wasmTool) compile() {
 	if t.direct() {
 		ctx = experimental.WithFunctionListenerFactory(ctx, directListener{})
 	}
+	unlock := t.a.compileLock(t.code)
 	c, err := extism.NewCompiledPlugin(ctx, manifest, extism.PluginConfig{
 		RuntimeConfig: rc,
 		EnableWasi:    true,
 	}, funcs)
+	unlock()
 	t.code = nil
 	if err != nil {
 		t.compErr = plugin.Errorf(plugin.CodeToolUnavailable, "%s: compiling: %v", t.where, err)
