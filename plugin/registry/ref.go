@@ -194,3 +194,6 @@ func (c Constraint) Best(versions []string) (string, bool) {
 	}
 	return best, best != ""
 }
+
+// compareVersions orders two semantic versions (without the "v").
+func compareVersions(a, b string) int { return semver.Compare("v"+a, "v"+b) }
