@@ -30,7 +30,7 @@ func builtinAdapters() []builtinAdapter {
 			})
 		}},
 		{kind: subprocess.Kind, build: func(cfg *config.Config, log hclog.Logger) (plugin.Adapter, error) {
-			sc := subprocess.Config{Logger: log, PluginDir: cfg.Host.PluginDir}
+			sc := subprocess.Config{Logger: log, PluginDir: cfg.Host.PluginDir, InstalledDir: cfg.RegistryCache().Dir}
 			if u := cfg.Host.SubprocessUser; u != nil {
 				sc.RunAs = &subprocess.Identity{UID: u[0], GID: u[1]}
 			}

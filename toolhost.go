@@ -19,12 +19,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/plugin/config"
+	"github.com/toolhost/toolhost/plugin/registry"
 )
 
 // Version is toolhost's version, set at build time with
@@ -93,6 +95,15 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 	cfg, diags := parser.LoadFile(opts.ConfigFile)
 	if diags.HasErrors() {
 		return nil, &ConfigError{Diagnostics: diags, parser: parser}
+	}
+	if len(cfg.ToolRefs) > 0 {
+		lock, err := registry.ReadLock(cfg.LockFile)
+		if err != nil {
+			return nil, &ConfigError{Diagnostics: hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read the lockfile", Detail: err.Error() + "."}}, parser: parser}
+		}
+		if rd := cfg.ResolveToolRefs(lock, runtime.GOOS, runtime.GOARCH); rd.HasErrors() {
+			return nil, &ConfigError{Diagnostics: rd, parser: parser}
+		}
 	}
 	log := opts.Logger
 	if log == nil {

@@ -36,6 +36,10 @@ type Config struct {
 	// call MaybeRunShim first thing in main. Default: os.Executable(). Tests
 	// point it at the test binary, whose TestMain calls MaybeRunShim.
 	ShimPath string
+	// InstalledDir holds plugin binaries installed from a registry (the
+	// registry cache): a pinned path inside it is accepted as well as one
+	// inside PluginDir.
+	InstalledDir string
 	// Lookup resolves host names for the network proxy of tools granted
 	// hosts; nil uses the system resolver. Resolved addresses are always
 	// checked (internal/netguard).

@@ -58,6 +58,12 @@ var (
 
 func (a *Adapter) loadPlugin(ctx context.Context, spec *plugin.Spec) (*pluginTool, error) {
 	path, err := resolvePluginPath(a.cfg.PluginDir, spec.Source.Path)
+	if err != nil && a.cfg.InstalledDir != "" && spec.Source.SHA256 != "" {
+		// A binary installed from a registry, pinned by the lockfile.
+		if p, ierr := resolvePluginPath(a.cfg.InstalledDir, spec.Source.Path); ierr == nil {
+			path, err = p, nil
+		}
+	}
 	if err != nil {
 		return nil, plugin.Errorf(plugin.CodeInvalidRequest, "plugin path: %v", err)
 	}

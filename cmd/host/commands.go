@@ -2,8 +2,8 @@ package main
 
 import "github.com/spf13/cobra"
 
-// extraCommands are the commands of the tiers and front-ends: doctor
-// (sandbox features in force) and serve (MCP).
+// extraCommands are the commands of the front-ends and the registry:
+// serve (MCP) and tool (install, pin, sign, publish).
 func extraCommands(a *app) []*cobra.Command {
-	return []*cobra.Command{a.serveCommand()}
+	return []*cobra.Command{a.serveCommand(), a.toolCommand()}
 }

@@ -24,7 +24,9 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/toolhost/toolhost/internal/minisign"
 	"github.com/toolhost/toolhost/plugin"
+	"github.com/toolhost/toolhost/plugin/registry"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
@@ -45,12 +47,117 @@ type Config struct {
 	// MCPServers are the remote MCP servers whose tools become tools.
 	MCPServers []MCPServer
 
+	// Registries are where tool references are resolved, in order.
+	Registries []Registry
+	// Trust are the public keys whose signatures on registry manifests and
+	// artifacts are accepted.
+	Trust []minisign.PublicKey
+	// ToolRefs are the tools named by registry reference, resolved through
+	// the lockfile by ResolveToolRefs.
+	ToolRefs []ToolRef
+	// LockFile is toolhost.lock beside the configuration file.
+	LockFile string
+
 	// ranges locate each tool's and server's block for diagnostics about
 	// problems found after decoding (an adapter failing to load a tool).
 	ranges map[string]hcl.Range
 	// sources locate each tool's source block (wasm, subprocess): an
 	// adapter's refusal is about the artifact it names.
 	sources map[string]hcl.Range
+}
+
+// Registry is one registry block: a directory or an HTTPS base URL.
+type Registry struct {
+	Name string
+	Path string
+	URL  string
+}
+
+// Source returns the registry's source.
+func (r Registry) Source() (registry.Source, error) {
+	if r.URL != "" {
+		return registry.NewHTTPSource(r.Name, r.URL)
+	}
+	return &registry.DirSource{RegistryName: r.Name, Root: r.Path}, nil
+}
+
+// ToolRef is a tool whose artifact is named by a registry reference
+// (tool_ref in its wasm or subprocess block).
+type ToolRef struct {
+	Tool string
+	Ref  registry.Ref
+	// Kind is the source block's kind: wasm or subprocess.
+	Kind          string
+	AllowUnsigned bool
+	Range         hcl.Range
+}
+
+// RegistryCache is the registry's content-addressed cache in the host's
+// cache directory.
+func (c *Config) RegistryCache() *registry.Cache {
+	return &registry.Cache{Dir: filepath.Join(c.Host.CacheDir, "registry")}
+}
+
+// ResolveToolRefs resolves every tool_ref offline, through the lock and
+// the cache: the pinned version must be one the reference allows, its
+// cached manifest and artifact must have the pinned digests, its signer
+// must still be trusted (or the tool allow unsigned artifacts), its kind
+// must match the block, and every capability its manifest asks for must
+// be granted on the tool (or narrowed). Each resolved tool's source then
+// names the cached artifact, pinned by sha256. Problems are diagnostics at
+// the tool_ref attribute.
+func (c *Config) ResolveToolRefs(lock *registry.Lock, goos, goarch string) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	fail := func(tr ToolRef, summary, format string, args ...any) {
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary,
+			Detail: fmt.Sprintf(format, args...), Subject: tr.Range.Ptr()})
+	}
+	cache := c.RegistryCache()
+	for _, tr := range c.ToolRefs {
+		i := slices.IndexFunc(c.Tools, func(s plugin.Spec) bool { return s.Name == tr.Tool })
+		if i < 0 {
+			continue // a duplicate block, reported already
+		}
+		spec := &c.Tools[i]
+		l, err := lock.Lookup(tr.Ref, cache, goos, goarch)
+		if err != nil {
+			fail(tr, "Tool reference not installed", "%v.", err)
+			continue
+		}
+		m := l.Manifest
+		if m.Kind != tr.Kind {
+			fail(tr, "Wrong kind of tool", "%s@%s is a %s tool; name it in a %s { tool_ref = ... } block.", m.ID, m.Version, m.Kind, m.Kind)
+			continue
+		}
+		switch {
+		case l.Unsigned && !tr.AllowUnsigned:
+			fail(tr, "Unsigned tool", "%s pins %s@%s as unsigned; set allow_unsigned = true on the tool to run it anyway, or install a signed version.", registry.LockFileName, m.ID, m.Version)
+			continue
+		case !l.Unsigned && !slices.ContainsFunc(c.Trust, func(k minisign.PublicKey) bool { return k.ID.String() == l.Signer }):
+			if !tr.AllowUnsigned {
+				fail(tr, "Signer not trusted", "%s@%s was installed signed by key %s, which trust { keys } no longer lists.", m.ID, m.Version, l.Signer)
+				continue
+			}
+		}
+		if missing := m.Ungranted(spec.Capabilities); len(missing) > 0 {
+			fail(tr, "Capabilities not granted", "%s@%s asks for capabilities this tool is not granted: %s. Grant them on the tool (and in grants), or narrow them (a narrower host, a read-only mount); until then it does not load.", m.ID, m.Version, strings.Join(missing, ", "))
+			continue
+		}
+		spec.Source.Path, spec.Source.SHA256 = l.ArtifactPath, l.SHA256
+		if spec.Source.Tool == "" && spec.Source.Export == "" {
+			spec.Source.Tool, spec.Source.Export = m.Tool, m.Export
+		}
+		if len(spec.InputSchema) == 0 && len(m.InputSchema) > 0 {
+			spec.InputSchema = m.InputSchema
+		}
+		if len(spec.OutputSchema) == 0 && len(m.OutputSchema) > 0 {
+			spec.OutputSchema = m.OutputSchema
+		}
+		if spec.Description == "" {
+			spec.Description = m.Description
+		}
+	}
+	return diags
 }
 
 // Host holds the host {} settings, with paths made absolute.
@@ -237,6 +344,7 @@ func (d *decoder) decode(raw *rawFile) *Config {
 	d.decodeHost(raw.Host, cfg)
 	d.decodeSecrets(raw.Secrets, cfg)
 	d.decodeGrants(raw.Grants, cfg)
+	d.decodeRegistries(raw, cfg)
 	// A duplicate block is still checked, so that the mistakes inside it
 	// are reported in the same pass as the duplication; it is then dropped.
 	for _, t := range raw.Tools {
@@ -488,6 +596,7 @@ func (d *decoder) decodeTool(t *rawTool, cfg *Config) (plugin.Spec, bool) {
 			cfg.sources[t.Name] = t.Wasm[0].DefRange
 		}
 		spec.Source = d.wasmSource(t.Wasm[0])
+		d.toolRef(cfg, t, "wasm", t.Wasm[0].ToolRef, t.Wasm[0].ToolRefRange)
 		if spec.Source.Export != "" && len(spec.InputSchema) == 0 {
 			d.errorf(t.Wasm[0].DefRange, "Raw export without a schema", "The tool %q calls the plain export %q, which cannot describe itself: declare input_schema (and output_schema if it returns JSON) in the tool block.", t.Name, spec.Source.Export)
 		}
@@ -496,6 +605,7 @@ func (d *decoder) decodeTool(t *rawTool, cfg *Config) (plugin.Spec, bool) {
 			cfg.sources[t.Name] = t.Subprocess[0].DefRange
 		}
 		spec.Source = d.subprocessSource(t.Subprocess[0])
+		d.toolRef(cfg, t, "subprocess", t.Subprocess[0].ToolRef, t.Subprocess[0].ToolRefRange)
 		spec.Capabilities.Subprocess = true
 		spec.Capabilities.Env = t.Subprocess[0].Env
 		if spec.Source.Builtin == "shell.exec" && spec.Tier != 0 && spec.Tier != plugin.TierPrivileged {
@@ -642,8 +752,12 @@ func (d *decoder) sha(s *string, rng hcl.Range) string {
 
 func (d *decoder) wasmSource(w *rawWasm) plugin.Source {
 	src := plugin.Source{Kind: "wasm", Config: w.Config}
-	src.Path, src.Builtin = d.artifact(w.Path, w.Builtin, w.PathRange, w.DefRange, "wasm module")
-	src.SHA256 = d.sha(w.SHA256, w.SHA256Range)
+	if w.ToolRef != nil {
+		d.refOnly(w.Path != nil, w.Builtin != nil, w.SHA256 != nil, w.ToolRefRange)
+	} else {
+		src.Path, src.Builtin = d.artifact(w.Path, w.Builtin, w.PathRange, w.DefRange, "wasm module")
+		src.SHA256 = d.sha(w.SHA256, w.SHA256Range)
+	}
 	if w.Tool != nil {
 		src.Tool = *w.Tool
 	}
@@ -656,8 +770,113 @@ func (d *decoder) wasmSource(w *rawWasm) plugin.Source {
 	return src
 }
 
+// refOnly reports a source block that names its artifact twice: by
+// tool_ref and by path, builtin or sha256.
+func (d *decoder) refOnly(path, builtin, sha bool, rng hcl.Range) {
+	var also []string
+	for name, set := range map[string]bool{"path": path, "builtin": builtin, "sha256": sha} {
+		if set {
+			also = append(also, name)
+		}
+	}
+	if len(also) > 0 {
+		slices.Sort(also)
+		d.errorf(rng, "Artifact named twice", "tool_ref names the artifact (pinned by sha256 in %s); remove %s.", registry.LockFileName, strings.Join(also, " and "))
+	}
+}
+
+// toolRef records a tool named by registry reference.
+func (d *decoder) toolRef(cfg *Config, t *rawTool, kind string, ref *string, rng hcl.Range) {
+	if ref == nil {
+		if t.AllowUnsigned != nil {
+			d.errorf(t.AllowUnsignedRange, "allow_unsigned without tool_ref", "allow_unsigned applies to tools installed from a registry (tool_ref); a tool named by path is pinned by its sha256 instead.")
+		}
+		return
+	}
+	r, err := registry.ParseRef(*ref)
+	if err != nil {
+		d.errorf(rng, "Invalid tool reference", "%v.", err)
+		return
+	}
+	if cfg.ranges[t.Name] != t.DefRange {
+		return // a duplicate block
+	}
+	allow := t.AllowUnsigned != nil && *t.AllowUnsigned
+	if allow {
+		d.warnf(t.AllowUnsignedRange, "Unsigned tool allowed", "The tool %q runs %s even if it is unsigned or signed by a key this host does not trust.", t.Name, r)
+	}
+	cfg.ToolRefs = append(cfg.ToolRefs, ToolRef{Tool: t.Name, Ref: r, Kind: kind, AllowUnsigned: allow, Range: rng})
+}
+
+// decodeRegistries reads the registry and trust blocks.
+func (d *decoder) decodeRegistries(raw *rawFile, cfg *Config) {
+	cfg.LockFile = filepath.Join(d.dir, registry.LockFileName)
+	seen := map[string]hcl.Range{}
+	for _, r := range raw.Registries {
+		if prev, dup := seen[r.Name]; dup {
+			d.errorf(r.DefRange, "Duplicate registry", "A registry named %q is already defined at %s.", r.Name, prev)
+			continue
+		}
+		seen[r.Name] = r.DefRange
+		if !plugin.ValidToolName(r.Name) || strings.Contains(r.Name, "/") {
+			d.errorf(r.DefRange, "Invalid registry name", "Registry names use letters, digits, '_', '-' and '.'; got %q.", r.Name)
+		}
+		reg := Registry{Name: r.Name}
+		switch {
+		case (r.Path == nil) == (r.URL == nil):
+			d.errorf(r.DefRange, "Registry location", "The registry %q needs exactly one of path = \"DIR\" (a directory) or url = \"https://...\".", r.Name)
+			continue
+		case r.Path != nil:
+			reg.Path = d.path(*r.Path)
+		default:
+			if _, err := registry.NewHTTPSource(r.Name, *r.URL); err != nil {
+				d.errorf(r.URLRange, "Invalid registry URL", "%v.", err)
+				continue
+			}
+			reg.URL = *r.URL
+		}
+		cfg.Registries = append(cfg.Registries, reg)
+	}
+	if len(raw.Trust) > 1 {
+		d.errorf(raw.Trust[1].DefRange, "Duplicate trust block", "Give every trusted key in one trust block (first at %s).", raw.Trust[0].DefRange)
+	}
+	if len(raw.Trust) == 0 {
+		return
+	}
+	tb := raw.Trust[0]
+	for i, k := range tb.Keys {
+		pk, err := minisign.ParsePublicKey(k)
+		if err != nil {
+			d.errorf(tb.KeysRange, "Invalid public key", "keys[%d]: %v.", i, err)
+			continue
+		}
+		cfg.Trust = append(cfg.Trust, pk)
+	}
+	for _, f := range tb.KeyFiles {
+		name := d.path(f)
+		b, err := os.ReadFile(name)
+		if err != nil {
+			d.errorf(tb.KeyFilesRange, "Cannot read public key", "%s: %v.", name, unwrapPathError(err))
+			continue
+		}
+		pk, err := minisign.ParsePublicKey(string(b))
+		if err != nil {
+			d.errorf(tb.KeyFilesRange, "Invalid public key", "%s: %v.", name, err)
+			continue
+		}
+		cfg.Trust = append(cfg.Trust, pk)
+	}
+}
+
 func (d *decoder) subprocessSource(s *rawSubproc) plugin.Source {
 	src := plugin.Source{Kind: "subprocess", Args: s.Args, Env: s.Env}
+	if s.ToolRef != nil {
+		d.refOnly(s.Path != nil, s.Builtin != nil, s.SHA256 != nil, s.ToolRefRange)
+		if s.Tool != nil {
+			src.Tool = *s.Tool
+		}
+		return src
+	}
 	path := s.Path
 	if path != nil && !filepath.IsAbs(*path) && !strings.HasPrefix(*path, "~/") {
 		p := filepath.Join(d.pluginDir, *path)

@@ -9,11 +9,32 @@ import (
 // ranges that later checks point at.
 
 type rawFile struct {
-	Host       *rawHost     `hcl:"host,block"`
-	Grants     *rawGrants   `hcl:"grants,block"`
-	Secrets    []*rawSecret `hcl:"secret,block"`
-	Tools      []*rawTool   `hcl:"tool,block"`
-	MCPServers []*rawMCP    `hcl:"mcp_server,block"`
+	Host       *rawHost       `hcl:"host,block"`
+	Grants     *rawGrants     `hcl:"grants,block"`
+	Secrets    []*rawSecret   `hcl:"secret,block"`
+	Tools      []*rawTool     `hcl:"tool,block"`
+	MCPServers []*rawMCP      `hcl:"mcp_server,block"`
+	Registries []*rawRegistry `hcl:"registry,block"`
+	Trust      []*rawTrust    `hcl:"trust,block"`
+}
+
+type rawRegistry struct {
+	Name string  `hcl:"name,label"`
+	Path *string `hcl:"path"`
+	URL  *string `hcl:"url"`
+
+	PathRange hcl.Range `hcl:"path,attr_value_range"`
+	URLRange  hcl.Range `hcl:"url,attr_value_range"`
+	DefRange  hcl.Range `hcl:",def_range"`
+}
+
+type rawTrust struct {
+	Keys     []string `hcl:"keys,optional"`
+	KeyFiles []string `hcl:"key_files,optional"`
+
+	KeysRange     hcl.Range `hcl:"keys,attr_value_range"`
+	KeyFilesRange hcl.Range `hcl:"key_files,attr_value_range"`
+	DefRange      hcl.Range `hcl:",def_range"`
 }
 
 type rawHost struct {
@@ -66,30 +87,32 @@ type rawSecret struct {
 }
 
 type rawTool struct {
-	Name         string          `hcl:"name,label"`
-	Description  *string         `hcl:"description"`
-	Tier         *string         `hcl:"tier"`
-	Approval     *string         `hcl:"approval"`
-	Enabled      *bool           `hcl:"enabled"`
-	InputSchema  *string         `hcl:"input_schema"`
-	OutputSchema *string         `hcl:"output_schema"`
-	Hosts        []string        `hcl:"hosts,optional"`
-	Secrets      []string        `hcl:"secrets,optional"`
-	Invoke       []string        `hcl:"invoke,optional"`
-	Wasm         []*rawWasm      `hcl:"wasm,block"`
-	Subprocess   []*rawSubproc   `hcl:"subprocess,block"`
-	Go           []*rawGo        `hcl:"go,block"`
-	Mounts       []*rawToolMount `hcl:"mount,block"`
-	Limits       *rawLimits      `hcl:"limits,block"`
+	Name          string          `hcl:"name,label"`
+	Description   *string         `hcl:"description"`
+	Tier          *string         `hcl:"tier"`
+	Approval      *string         `hcl:"approval"`
+	Enabled       *bool           `hcl:"enabled"`
+	AllowUnsigned *bool           `hcl:"allow_unsigned"`
+	InputSchema   *string         `hcl:"input_schema"`
+	OutputSchema  *string         `hcl:"output_schema"`
+	Hosts         []string        `hcl:"hosts,optional"`
+	Secrets       []string        `hcl:"secrets,optional"`
+	Invoke        []string        `hcl:"invoke,optional"`
+	Wasm          []*rawWasm      `hcl:"wasm,block"`
+	Subprocess    []*rawSubproc   `hcl:"subprocess,block"`
+	Go            []*rawGo        `hcl:"go,block"`
+	Mounts        []*rawToolMount `hcl:"mount,block"`
+	Limits        *rawLimits      `hcl:"limits,block"`
 
-	TierRange         hcl.Range `hcl:"tier,attr_value_range"`
-	ApprovalRange     hcl.Range `hcl:"approval,attr_value_range"`
-	InputSchemaRange  hcl.Range `hcl:"input_schema,attr_value_range"`
-	OutputSchemaRange hcl.Range `hcl:"output_schema,attr_value_range"`
-	HostsRange        hcl.Range `hcl:"hosts,attr_value_range"`
-	SecretsRange      hcl.Range `hcl:"secrets,attr_value_range"`
-	InvokeRange       hcl.Range `hcl:"invoke,attr_value_range"`
-	DefRange          hcl.Range `hcl:",def_range"`
+	TierRange          hcl.Range `hcl:"tier,attr_value_range"`
+	ApprovalRange      hcl.Range `hcl:"approval,attr_value_range"`
+	InputSchemaRange   hcl.Range `hcl:"input_schema,attr_value_range"`
+	OutputSchemaRange  hcl.Range `hcl:"output_schema,attr_value_range"`
+	HostsRange         hcl.Range `hcl:"hosts,attr_value_range"`
+	SecretsRange       hcl.Range `hcl:"secrets,attr_value_range"`
+	InvokeRange        hcl.Range `hcl:"invoke,attr_value_range"`
+	AllowUnsignedRange hcl.Range `hcl:"allow_unsigned,attr_value_range"`
+	DefRange           hcl.Range `hcl:",def_range"`
 }
 
 type rawWasm struct {
@@ -98,11 +121,13 @@ type rawWasm struct {
 	SHA256  *string           `hcl:"sha256"`
 	Tool    *string           `hcl:"tool"`
 	Export  *string           `hcl:"export"`
+	ToolRef *string           `hcl:"tool_ref"`
 	Config  map[string]string `hcl:"config,optional"`
 
-	PathRange   hcl.Range `hcl:"path,attr_value_range"`
-	SHA256Range hcl.Range `hcl:"sha256,attr_value_range"`
-	DefRange    hcl.Range `hcl:",def_range"`
+	ToolRefRange hcl.Range `hcl:"tool_ref,attr_value_range"`
+	PathRange    hcl.Range `hcl:"path,attr_value_range"`
+	SHA256Range  hcl.Range `hcl:"sha256,attr_value_range"`
+	DefRange     hcl.Range `hcl:",def_range"`
 }
 
 type rawSubproc struct {
@@ -112,11 +137,13 @@ type rawSubproc struct {
 	Tool    *string  `hcl:"tool"`
 	Args    []string `hcl:"args,optional"`
 	Env     []string `hcl:"env,optional"`
+	ToolRef *string  `hcl:"tool_ref"`
 
-	PathRange   hcl.Range `hcl:"path,attr_value_range"`
-	SHA256Range hcl.Range `hcl:"sha256,attr_value_range"`
-	EnvRange    hcl.Range `hcl:"env,attr_value_range"`
-	DefRange    hcl.Range `hcl:",def_range"`
+	ToolRefRange hcl.Range `hcl:"tool_ref,attr_value_range"`
+	PathRange    hcl.Range `hcl:"path,attr_value_range"`
+	SHA256Range  hcl.Range `hcl:"sha256,attr_value_range"`
+	EnvRange     hcl.Range `hcl:"env,attr_value_range"`
+	DefRange     hcl.Range `hcl:",def_range"`
 }
 
 type rawGo struct {

@@ -9,7 +9,12 @@
 // trusts. Tools are named by reference: "acme/ocr@1.2.0", "acme/ocr@^1.2"
 // (ParseRef, Constraint).
 //
-// This package reads and checks manifests and references. Fetching from a
-// directory, HTTPS or OCI registry, the content-addressed cache and the
-// lockfile build on it (docs/registry.md says what exists today).
+// A Client resolves a reference against registries (a directory,
+// DirSource, or an HTTPS base URL, HTTPSource; one layout, which Publish
+// writes), verifies the manifest's and the artifact's signatures against
+// trusted keys, and installs the artifact into a content-addressed Cache
+// that never keeps a partial download. A Lock (toolhost.lock) pins each
+// installed id; Lock.Lookup resolves a reference offline at start.
+// Manifest.Ungranted is the composition rule. docs/registry.md says what
+// is built and what is not (OCI sources).
 package registry

@@ -1,0 +1,277 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolhost/toolhost/extism/builtin"
+)
+
+// registryWorld is a publisher with a key and a directory registry, and an
+// operator's configuration that names a tool from it by reference.
+type registryWorld struct {
+	t        *testing.T
+	dir      string
+	key, pub string // key files
+	pubKey   string // the public key's base64 line
+	registry string
+	config   string
+	module   []byte
+}
+
+func newRegistryWorld(t *testing.T) *registryWorld {
+	t.Helper()
+	dir := t.TempDir()
+	w := &registryWorld{t: t, dir: dir, registry: filepath.Join(dir, "registry"), config: filepath.Join(dir, "config.hcl")}
+	// The artifact: the built-in Rust module that serves filesystem.list
+	// (small, so it compiles fast under the race detector).
+	m, ok := builtin.LookupTool("filesystem", "filesystem.list")
+	if !ok {
+		t.Fatal("no built-in filesystem.list module")
+	}
+	w.module = m
+	os.MkdirAll(filepath.Join(dir, "pub"), 0o755)
+	os.MkdirAll(filepath.Join(dir, "workspace"), 0o755)
+	os.WriteFile(filepath.Join(dir, "workspace", "hello.txt"), []byte("hi"), 0o644)
+	r := runCLI(t, "", "tool", "keygen", "-o", filepath.Join(dir, "pub", "acme"))
+	if r.code != 0 {
+		t.Fatalf("keygen: %d %s", r.code, r.stderr)
+	}
+	w.key, w.pub = filepath.Join(dir, "pub", "acme.key"), filepath.Join(dir, "pub", "acme.pub")
+	b, err := os.ReadFile(w.pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.pubKey = strings.TrimSpace(strings.Split(string(b), "\n")[1])
+	return w
+}
+
+// publish writes and publishes acme/fs at version, asking for extra
+// capabilities (JSON members of capability_requirements) beside the mount.
+func (w *registryWorld) publish(version, extra string) cliResult {
+	w.t.Helper()
+	sum := sha256.Sum256(w.module)
+	art := "fs-" + version + ".wasm"
+	os.WriteFile(filepath.Join(w.dir, "pub", art), w.module, 0o644)
+	manifest := fmt.Sprintf(`{"manifest_version": 1, "id": "acme/fs", "version": %q,
+  "description": "Lists a directory.", "license": "Apache-2.0", "kind": "wasm", "tool": "filesystem.list",
+  "artifact": {"url": %q, "sha256": %q, "size_bytes": %d},
+  "capability_requirements": {"mounts": [{"guest_path": "/workspace", "read_only": true}]%s},
+  "limits": {"timeout": "10s"}}`, version, art, hex.EncodeToString(sum[:]), len(w.module), extra)
+	mf := filepath.Join(w.dir, "pub", "fs-"+version+".json")
+	os.WriteFile(mf, []byte(manifest), 0o644)
+	return runCLI(w.t, "", "tool", "publish", "-k", w.key, "-r", w.registry, mf)
+}
+
+// publishDeprecated publishes acme/fs at version, deprecated in favour of
+// acme/fs@^2.
+func (w *registryWorld) publishDeprecated(version string) cliResult {
+	w.t.Helper()
+	sum := sha256.Sum256(w.module)
+	mf := filepath.Join(w.dir, "pub", "fs-"+version+".json")
+	os.WriteFile(mf, []byte(fmt.Sprintf(`{"manifest_version": 1, "id": "acme/fs", "version": %q,
+  "description": "Lists a directory.", "license": "Apache-2.0", "kind": "wasm", "tool": "filesystem.list",
+  "artifact": {"url": "fs-1.0.0.wasm", "sha256": %q, "size_bytes": %d},
+  "capability_requirements": {"mounts": [{"guest_path": "/workspace", "read_only": true}]},
+  "limits": {}, "deprecated": {"message": "lists too slowly", "successor": "acme/fs@^2"}}`, version, hex.EncodeToString(sum[:]), len(w.module))), 0o644)
+	return runCLI(w.t, "", "tool", "publish", "-k", w.key, "-r", w.registry, mf)
+}
+
+// writeConfig writes the operator's configuration; toolExtra goes inside
+// the tool block, trusted is the key list.
+func (w *registryWorld) writeConfig(ref, toolExtra, trusted string) {
+	w.t.Helper()
+	cfg := fmt.Sprintf(`host {
+  workspace = "./workspace"
+  cache_dir = "./cache"
+  log_level = "off"
+}
+registry "local" {
+  path = "./registry"
+}
+trust {
+  keys = [%s]
+}
+grants {
+  mount {
+    path      = "./workspace"
+    read_only = true
+  }
+}
+tool "ws.list" {
+  tier = "read_only"
+  wasm {
+    tool_ref = %q
+  }
+%s
+}
+`, trusted, ref, toolExtra)
+	if err := os.WriteFile(w.config, []byte(cfg), 0o644); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+const workspaceMount = `  mount {
+    host_path  = "./workspace"
+    guest_path = "/workspace"
+    read_only  = true
+  }`
+
+func TestToolRegistryEndToEnd(t *testing.T) {
+	w := newRegistryWorld(t)
+	if r := w.publish("1.0.0", ""); r.code != 0 || !strings.Contains(r.stdout, "published acme/fs@1.0.0") {
+		t.Fatalf("publish: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	w.writeConfig("acme/fs@^1", workspaceMount, fmt.Sprintf("%q", w.pubKey))
+	cfg := "--config=" + w.config
+
+	// Not installed yet: validate says so at the reference, with the fix.
+	r := runCLI(t, "", "validate", cfg)
+	if r.code != 2 || !strings.Contains(r.stderr, "Tool reference not installed") || !strings.Contains(r.stderr, "host tool install acme/fs@^1") || !strings.Contains(r.stderr, "tool_ref = ") {
+		t.Fatalf("validate before install: %d\n%s", r.code, r.stderr)
+	}
+	r = runCLI(t, "", "tool", "search", cfg)
+	if r.code != 0 || !strings.Contains(r.stdout, "acme/fs") || !strings.Contains(r.stdout, "Lists a directory.") {
+		t.Fatalf("search: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, "", "tool", "info", "acme/fs", cfg)
+	if r.code != 0 || !strings.Contains(r.stdout, "signed by:  trusted key") || !strings.Contains(r.stdout, "mount /workspace (read-only)") {
+		t.Fatalf("info: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	// Install everything the configuration references.
+	r = runCLI(t, "", "tool", "install", cfg)
+	if r.code != 0 || !strings.Contains(r.stdout, "installed acme/fs@1.0.0") || !strings.Contains(r.stdout, `tool "ws.list" grants everything it asks for`) ||
+		!strings.Contains(r.stderr, "downloading fs-1.0.0.wasm") {
+		t.Fatalf("install: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	lock, err := os.ReadFile(filepath.Join(w.dir, "toolhost.lock"))
+	if err != nil || !strings.Contains(string(lock), `"version": "1.0.0"`) {
+		t.Fatalf("lock: %s %v", lock, err)
+	}
+	r = runCLI(t, "", "call", cfg, "ws.list", `{"path":"."}`)
+	if r.code != 0 || !strings.Contains(r.stdout, "hello.txt") {
+		t.Fatalf("call: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if r = runCLI(t, "", "tool", "verify", cfg); r.code != 0 || !strings.Contains(r.stdout, "acme/fs@1.0.0: ok") {
+		t.Fatalf("verify: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if r = runCLI(t, "", "doctor", cfg); r.code != 0 || !strings.Contains(r.stdout, "acme/fs                1.0.0: ok") || !strings.Contains(r.stdout, "(1 pinned)") {
+		t.Fatalf("doctor: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+
+	// A new version: update moves the pin and says what changed; doctor
+	// shows the deprecated pin with its successor.
+	if r := w.publish("1.1.0", `, "hosts": ["api.example.com"]`); r.code != 0 {
+		t.Fatalf("publish 1.1.0: %s", r.stderr)
+	}
+	r = runCLI(t, "", "tool", "update", cfg)
+	if r.code != 0 || !strings.Contains(r.stdout, "acme/fs 1.0.0 -> 1.1.0") ||
+		!strings.Contains(r.stdout, "capabilities asked for: mount /workspace (read-only) -> mount /workspace (read-only), host api.example.com") ||
+		!strings.Contains(r.stdout, `does not grant: host api.example.com`) {
+		t.Fatalf("update: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if r = runCLI(t, "", "doctor", cfg); !strings.Contains(r.stdout, "1.1.0: ok") {
+		t.Fatalf("doctor after update: %s", r.stdout)
+	}
+	// 1.1.0 asks for a host the tool is not granted: it does not load.
+	r = runCLI(t, "", "validate", cfg)
+	if r.code != 2 || !strings.Contains(r.stderr, "Capabilities not granted") || !strings.Contains(r.stderr, "host api.example.com") {
+		t.Fatalf("validate after update: %d\n%s", r.code, r.stderr)
+	}
+	// Pinned back to 1.0.0 by the reference, it loads again.
+	w.writeConfig("acme/fs@1.0.0", workspaceMount, fmt.Sprintf("%q", w.pubKey))
+	if r = runCLI(t, "", "tool", "install", cfg); r.code != 0 || !strings.Contains(r.stdout, "acme/fs 1.1.0 -> 1.0.0") {
+		t.Fatalf("install 1.0.0 again: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if r = runCLI(t, "", "validate", cfg); r.code != 0 {
+		t.Fatalf("validate: %d %s", r.code, r.stderr)
+	}
+
+	// A deprecated version says so at install and in doctor, with its
+	// successor.
+	if r := w.publish("1.2.0", `}, "deprecated": {"message": "lists too slowly", "successor": "acme/fs@^2"`+"\n"+`, "x": {`); r.code == 0 {
+		t.Fatal("a manifest with an unknown member was published")
+	}
+	if r := w.publishDeprecated("1.2.0"); r.code != 0 {
+		t.Fatalf("publish 1.2.0: %s", r.stderr)
+	}
+	w.writeConfig("acme/fs@1.2.0", workspaceMount, fmt.Sprintf("%q", w.pubKey))
+	if r = runCLI(t, "", "tool", "install", cfg); r.code != 0 || !strings.Contains(r.stdout, "DEPRECATED: lists too slowly (use acme/fs@^2)") {
+		t.Fatalf("install of a deprecated version: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if r = runCLI(t, "", "doctor", cfg); !strings.Contains(r.stdout, "1.2.0: DEPRECATED: lists too slowly (use acme/fs@^2)") {
+		t.Fatalf("doctor with a deprecated pin: %s", r.stdout)
+	}
+
+	// The cached bytes changed: the host refuses to run them.
+	sum := sha256.Sum256(w.module)
+	cached := filepath.Join(w.dir, "cache", "registry", "sha256", hex.EncodeToString(sum[:]))
+	os.Chmod(cached, 0o644)
+	bad := append([]byte(nil), w.module...)
+	bad[len(bad)-1] ^= 1
+	os.WriteFile(cached, bad, 0o644)
+	if r = runCLI(t, "", "tool", "verify", cfg); r.code != 1 || !strings.Contains(r.stdout, "BAD") {
+		t.Fatalf("verify of changed bytes: %d %s", r.code, r.stdout)
+	}
+	if r = runCLI(t, "", "call", cfg, "ws.list", `{"path":"."}`); r.code == 0 || !strings.Contains(r.stderr, "sha256 mismatch") {
+		t.Fatalf("call with changed bytes: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestToolRegistryTrust(t *testing.T) {
+	w := newRegistryWorld(t)
+	if r := w.publish("1.0.0", ""); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	// Another publisher's key is trusted, not this one's.
+	other := newRegistryWorld(t)
+	w.writeConfig("acme/fs@1", workspaceMount, fmt.Sprintf("%q", other.pubKey))
+	cfg := "--config=" + w.config
+	r := runCLI(t, "", "tool", "install", cfg)
+	if r.code == 0 || !strings.Contains(r.stderr, "not signed by a trusted key") || !strings.Contains(r.stderr, "allow_unsigned") {
+		t.Fatalf("install from an untrusted signer: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(w.dir, "toolhost.lock")); err == nil {
+		t.Fatal("a refused install wrote the lock")
+	}
+	// allow_unsigned: installed, loudly, and it runs.
+	w.writeConfig("acme/fs@1", workspaceMount+"\n  allow_unsigned = true", fmt.Sprintf("%q", other.pubKey))
+	r = runCLI(t, "", "tool", "install", cfg)
+	if r.code != 0 || !strings.Contains(r.stderr, "WARNING: acme/fs@1.0.0 is not verified") {
+		t.Fatalf("install with allow_unsigned: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if r = runCLI(t, "", "validate", cfg); r.code != 0 {
+		t.Fatalf("validate with allow_unsigned: %d %s", r.code, r.stderr)
+	}
+	// Without it again, the unsigned pin does not load.
+	w.writeConfig("acme/fs@1", workspaceMount, fmt.Sprintf("%q", other.pubKey))
+	if r = runCLI(t, "", "validate", cfg); r.code != 2 || !strings.Contains(r.stderr, "Unsigned tool") {
+		t.Fatalf("validate of an unsigned pin: %d %s", r.code, r.stderr)
+	}
+	// sign and verify, as with minisign -S / -V.
+	f := filepath.Join(w.dir, "pub", "notes.txt")
+	os.WriteFile(f, []byte("release notes"), 0o644)
+	if r = runCLI(t, "", "tool", "sign", "-k", w.key, f); r.code != 0 {
+		t.Fatalf("sign: %s", r.stderr)
+	}
+	if r = runCLI(t, "", "tool", "verify", "-p", w.pub, f); r.code != 0 || !strings.Contains(r.stdout, "signed by trusted key") {
+		t.Fatalf("verify: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if r = runCLI(t, "", "tool", "verify", "-p", other.pub, f); r.code != 1 || !strings.Contains(r.stdout, "not trusted") {
+		t.Fatalf("verify with another key: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	// Bad references and blocks are reported at their attribute.
+	w.writeConfig("Acme/FS", workspaceMount, fmt.Sprintf("%q", w.pubKey))
+	if r = runCLI(t, "", "validate", cfg); r.code != 2 || !strings.Contains(r.stderr, "Invalid tool reference") || !strings.Contains(r.stderr, "line 21") {
+		t.Fatalf("bad reference: %d %s", r.code, r.stderr)
+	}
+	w.writeConfig("acme/fs", workspaceMount, `"RWQnotakey"`)
+	if r = runCLI(t, "", "validate", cfg); r.code != 2 || !strings.Contains(r.stderr, "Invalid public key") {
+		t.Fatalf("bad key: %d %s", r.code, r.stderr)
+	}
+}
