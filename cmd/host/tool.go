@@ -228,32 +228,48 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 }
 
 func (a *app) toolPublish() *cobra.Command {
-	var keyFile, dir string
+	var keyFile, dir, oci string
 	cmd := &cobra.Command{
-		Use:   "publish -k KEY -r DIR MANIFEST",
-		Short: "Publish a tool version into a directory registry, signed",
+		Use:   "publish -k KEY (-r DIR | --oci oci://HOST/PREFIX) MANIFEST",
+		Short: "Publish a tool version into a directory or OCI registry, signed",
 		Long: "Copy MANIFEST and the artifacts it names (paths relative to it; their size and\n" +
 			"sha256 must match) into the directory registry DIR, sign each with KEY, and add\n" +
-			"the version to DIR/index.json. The directory can be served as it is over HTTPS.\n" +
+			"the version to DIR/index.json; the directory can be served as it is over HTTPS.\n" +
+			"With --oci, push them instead as one OCI artifact tagged with the version, in the\n" +
+			"repository HOST/PREFIX/<publisher>/<name> (anonymous access).\n" +
 			"A published version never changes: publishing it again with other bytes fails.",
 		Args: cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if (dir == "") == (oci == "") {
+				return errors.New("give one of -r DIR and --oci oci://HOST/PREFIX")
+			}
 			key, err := readSecretKey(keyFile)
 			if err != nil {
 				return err
 			}
-			m, err := registry.Publish(dir, args[0], key)
-			if err != nil {
+			var m *registry.Manifest
+			where := dir
+			if oci != "" {
+				src, err := registry.NewOCISource("publish", oci)
+				if err != nil {
+					return err
+				}
+				where = src.Location()
+				m, err = registry.PublishOCI(cmd.Context(), src, args[0], key)
+				if err != nil {
+					return err
+				}
+			} else if m, err = registry.Publish(dir, args[0], key); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "published %s into %s, signed by key %s\n", m.Ref(), dir, key.Public().ID)
+			fmt.Fprintf(a.stdout, "published %s into %s, signed by key %s\n", m.Ref(), where, key.Public().ID)
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&keyFile, "key", "k", "", "secret key file (minisign format)")
 	cmd.Flags().StringVarP(&dir, "registry", "r", "", "the directory registry")
+	cmd.Flags().StringVar(&oci, "oci", "", "the OCI registry, oci://HOST[:PORT]/PREFIX")
 	cmd.MarkFlagRequired("key")
-	cmd.MarkFlagRequired("registry")
 	return cmd
 }
 

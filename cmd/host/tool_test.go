@@ -4,10 +4,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	ggcr "github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/toolhost/toolhost/extism/builtin"
 )
@@ -273,5 +278,33 @@ func TestToolRegistryTrust(t *testing.T) {
 	w.writeConfig("acme/fs", workspaceMount, `"RWQnotakey"`)
 	if r = runCLI(t, "", "validate", cfg); r.code != 2 || !strings.Contains(r.stderr, "Invalid public key") {
 		t.Fatalf("bad key: %d %s", r.code, r.stderr)
+	}
+}
+
+// TestToolRegistryOCI: a tool pushed to an OCI registry (a real one,
+// in-process on 127.0.0.1) with `host tool publish --oci` installs and
+// runs like one from a directory.
+func TestToolRegistryOCI(t *testing.T) {
+	srv := httptest.NewServer(ggcr.New(ggcr.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	oci := "oci://" + strings.TrimPrefix(srv.URL, "http://") + "/tools"
+	w := newRegistryWorld(t)
+	w.publish("1.0.0", "") // writes the manifest; the directory registry is not used below
+	r := runCLI(t, "", "tool", "publish", "-k", w.key, "--oci", oci, filepath.Join(w.dir, "pub", "fs-1.0.0.json"))
+	if r.code != 0 || !strings.Contains(r.stdout, "published acme/fs@1.0.0 into "+oci) {
+		t.Fatalf("publish --oci: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	w.writeConfig("acme/fs@^1", workspaceMount, fmt.Sprintf("%q", w.pubKey))
+	cfgText, _ := os.ReadFile(w.config)
+	os.WriteFile(w.config, []byte(strings.Replace(string(cfgText), `path = "./registry"`, fmt.Sprintf("url = %q", oci), 1)), 0o644)
+	cfg := "--config=" + w.config
+	if r = runCLI(t, "", "tool", "search", cfg); r.code != 0 || !strings.Contains(r.stdout, "acme/fs") {
+		t.Fatalf("search: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if r = runCLI(t, "", "tool", "install", cfg); r.code != 0 || !strings.Contains(r.stdout, "installed acme/fs@1.0.0") {
+		t.Fatalf("install: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if r = runCLI(t, "", "call", cfg, "ws.list", `{"path":"."}`); r.code != 0 || !strings.Contains(r.stdout, "hello.txt") {
+		t.Fatalf("call: %d %s %s", r.code, r.stdout, r.stderr)
 	}
 }

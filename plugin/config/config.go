@@ -66,7 +66,8 @@ type Config struct {
 	sources map[string]hcl.Range
 }
 
-// Registry is one registry block: a directory or an HTTPS base URL.
+// Registry is one registry block: a directory, an HTTPS base URL, or an
+// OCI registry (oci://host/prefix).
 type Registry struct {
 	Name string
 	Path string
@@ -75,6 +76,9 @@ type Registry struct {
 
 // Source returns the registry's source.
 func (r Registry) Source() (registry.Source, error) {
+	if strings.HasPrefix(r.URL, "oci://") {
+		return registry.NewOCISource(r.Name, r.URL)
+	}
 	if r.URL != "" {
 		return registry.NewHTTPSource(r.Name, r.URL)
 	}
@@ -829,11 +833,11 @@ func (d *decoder) decodeRegistries(raw *rawFile, cfg *Config) {
 		case r.Path != nil:
 			reg.Path = d.path(*r.Path)
 		default:
-			if _, err := registry.NewHTTPSource(r.Name, *r.URL); err != nil {
+			reg.URL = *r.URL
+			if _, err := reg.Source(); err != nil {
 				d.errorf(r.URLRange, "Invalid registry URL", "%v.", err)
 				continue
 			}
-			reg.URL = *r.URL
 		}
 		cfg.Registries = append(cfg.Registries, reg)
 	}

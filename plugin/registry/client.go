@@ -70,27 +70,49 @@ func (c *Client) Resolve(ctx context.Context, ref Ref, opt Options) (*Resolved, 
 	}
 	var searched []string
 	for _, src := range c.Sources {
-		ix, err := ReadIndex(ctx, src)
+		versions, err := listVersions(ctx, src, ref.ID)
 		if err != nil {
 			return nil, err
 		}
-		e, ok := ix.Tools[ref.ID]
-		if !ok {
+		if len(versions) == 0 {
 			searched = append(searched, src.Name())
 			continue
 		}
-		v, ok := ref.Constraint.Best(e.Versions)
+		v, ok := ref.Constraint.Best(versions)
 		if !ok {
-			return nil, fmt.Errorf("%s: registry %s has no version that %q allows (it has %s)", ref.ID, src.Name(), ref.Constraint.String(), strings.Join(sortedVersions(e.Versions), ", "))
+			return nil, fmt.Errorf("%s: registry %s has no version that %q allows (it has %s)", ref.ID, src.Name(), ref.Constraint.String(), strings.Join(sortedVersions(versions), ", "))
 		}
 		res, err := c.fetchManifest(ctx, src, ref.ID, v, opt)
 		if err != nil {
 			return nil, err
 		}
-		res.Ref, res.Versions = ref, sortedVersions(e.Versions)
+		res.Ref, res.Versions = ref, sortedVersions(versions)
 		return res, nil
 	}
 	return nil, fmt.Errorf("%s: no registry lists this tool (searched %s)", ref.ID, strings.Join(searched, ", "))
+}
+
+// versionLister is a source that lists an id's versions itself (an OCI
+// registry's tags) rather than through index.json.
+type versionLister interface {
+	Versions(ctx context.Context, id string) ([]string, error)
+}
+
+// listVersions returns the versions src has of id; none if it does not
+// have the id.
+func listVersions(ctx context.Context, src Source, id string) ([]string, error) {
+	if vl, ok := src.(versionLister); ok {
+		vs, err := vl.Versions(ctx, id)
+		if errors.Is(err, ErrNotFound) {
+			return nil, nil
+		}
+		return vs, err
+	}
+	ix, err := ReadIndex(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	return ix.Tools[id].Versions, nil
 }
 
 func sortedVersions(vs []string) []string {
