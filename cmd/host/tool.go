@@ -49,15 +49,15 @@ func (a *app) registryConfig() (*config.Config, error) {
 }
 
 func registryClient(cfg *config.Config) (*registry.Client, error) {
-	c := &registry.Client{Trust: cfg.Trust, Cache: cfg.RegistryCache()}
+	var sources []registry.Source
 	for _, r := range cfg.Registries {
 		src, err := r.Source()
 		if err != nil {
 			return nil, err
 		}
-		c.Sources = append(c.Sources, src)
+		sources = append(sources, src)
 	}
-	return c, nil
+	return cfg.RegistryClient(sources), nil
 }
 
 func (a *app) toolKeygen() *cobra.Command {

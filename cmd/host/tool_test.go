@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -306,5 +307,149 @@ func TestToolRegistryOCI(t *testing.T) {
 	}
 	if r = runCLI(t, "", "call", cfg, "ws.list", `{"path":"."}`); r.code != 0 || !strings.Contains(r.stdout, "hello.txt") {
 		t.Fatalf("call: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// snapshot is the lockfile's bytes and the cache's file names.
+func (w *registryWorld) snapshot() string {
+	w.t.Helper()
+	lock, _ := os.ReadFile(filepath.Join(w.dir, "toolhost.lock"))
+	var files []string
+	filepath.WalkDir(filepath.Join(w.dir, "cache", "registry"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	return string(lock) + "\n" + strings.Join(files, "\n")
+}
+
+// TestToolInstallBadInput: every bad input from a registry gets a clear
+// error, and after each the cache and the lockfile are as they were.
+func TestToolInstallBadInput(t *testing.T) {
+	w := newRegistryWorld(t)
+	if r := w.publish("1.0.0", ""); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	trusted := fmt.Sprintf("%q", w.pubKey)
+	w.writeConfig("acme/fs@^1", workspaceMount, trusted)
+	cfg := "--config=" + w.config
+	if r := runCLI(t, "", "tool", "install", cfg); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	before := w.snapshot()
+	other := newRegistryWorld(t)
+	keyID := strings.TrimSpace(strings.TrimPrefix(strings.Split(runCLI(t, "", "tool", "info", "acme/fs@1.0.0", cfg).stdout, "trusted key ")[1][:16], ""))
+	versionDir := filepath.Join(w.registry, "acme", "fs", "1.1.0")
+	// 1.1.0's module differs from 1.0.0's (a custom section more), so that
+	// installing it downloads.
+	module2 := append(append([]byte(nil), w.module...), 0, 12, 11)
+	module2 = append(module2, "toolhost-v2"...)
+	// publishSigned puts a hand-written manifest (and the module) into the
+	// registry as version 1.1.0, signed with key.
+	publishSigned := func(t *testing.T, manifest, key string) {
+		os.MkdirAll(versionDir, 0o755)
+		mf := filepath.Join(versionDir, "manifest.json")
+		os.WriteFile(mf, []byte(manifest), 0o644)
+		os.WriteFile(filepath.Join(versionDir, "fs.wasm"), module2, 0o644)
+		if r := runCLI(t, "", "tool", "sign", "-k", key, mf, filepath.Join(versionDir, "fs.wasm")); r.code != 0 {
+			t.Fatal(r.stderr)
+		}
+		ix, _ := os.ReadFile(filepath.Join(w.registry, "index.json"))
+		os.WriteFile(filepath.Join(w.registry, "index.json"), []byte(strings.Replace(string(ix), `"1.0.0"`, `"1.0.0", "1.1.0"`, 1)), 0o644)
+	}
+	sum := sha256.Sum256(module2)
+	good := fmt.Sprintf(`{"manifest_version": 1, "id": "acme/fs", "version": "1.1.0", "description": "d", "license": "MIT", "kind": "wasm",
+  "tool": "filesystem.list", "artifact": {"url": "fs.wasm", "sha256": %q, "size_bytes": %d},
+  "capability_requirements": {"mounts": [{"guest_path": "/workspace", "read_only": true}]}, "limits": {}}`, hex.EncodeToString(sum[:]), len(module2))
+	serve := func(t *testing.T, h http.HandlerFunc) string {
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	cases := []struct {
+		name  string
+		setup func(t *testing.T) // changes the registry or the configuration
+		ref   string
+		want  string
+	}{
+		{"tampered artifact", func(t *testing.T) {
+			publishSigned(t, good, w.key)
+			bad := append([]byte(nil), module2...)
+			bad[100] ^= 1
+			os.WriteFile(filepath.Join(versionDir, "fs.wasm"), bad, 0o644)
+		}, "acme/fs@1.1.0", "sha256 mismatch"},
+		{"tampered manifest", func(t *testing.T) {
+			publishSigned(t, good, w.key)
+			os.WriteFile(filepath.Join(versionDir, "manifest.json"), []byte(strings.Replace(good, `"d"`, `"e"`, 1)), 0o644)
+		}, "acme/fs@1.1.0", "does not verify"},
+		{"wrong key", func(t *testing.T) { publishSigned(t, good, other.key) }, "acme/fs@1.1.0", "which is not trusted"},
+		{"revoked key", func(t *testing.T) {
+			publishSigned(t, good, w.key)
+			w.writeConfig("acme/fs@^1", workspaceMount, trusted+"]\n  revoked = ["+fmt.Sprintf("%q", keyID))
+		}, "acme/fs@1.1.0", "is revoked"},
+		{"expired key", func(t *testing.T) {
+			publishSigned(t, good, w.key)
+			w.writeConfig("acme/fs@^1", workspaceMount, trusted+"]\n  expires = { "+fmt.Sprintf("%q", keyID)+` = "2001-01-01" }`+"\n  revoked = [")
+		}, "acme/fs@1.1.0", ""},
+		{"size mismatch", func(t *testing.T) {
+			publishSigned(t, good, w.key)
+			os.WriteFile(filepath.Join(versionDir, "fs.wasm"), append(append([]byte(nil), module2...), 0), 0o644)
+		}, "acme/fs@1.1.0", "more than the"},
+		{"manifest fails its schema", func(t *testing.T) {
+			publishSigned(t, strings.Replace(good, `"license": "MIT"`, `"license": 7`, 1), w.key)
+		}, "acme/fs@1.1.0", "invalid tool manifest"},
+		{"path leaving the version", func(t *testing.T) {
+			publishSigned(t, strings.Replace(good, `"url": "fs.wasm"`, `"url": "../1.0.0/fs-1.0.0.wasm"`, 1), w.key)
+		}, "acme/fs@1.1.0", "invalid tool manifest"},
+		{"version that does not exist", func(t *testing.T) {}, "acme/fs@1.9.9", `has no version that "1.9.9" allows (it has 1.0.0)`},
+		{"registry down", func(t *testing.T) {
+			w.writeConfig("acme/fs@^1", workspaceMount, trusted)
+			b, _ := os.ReadFile(w.config)
+			os.WriteFile(w.config, []byte(strings.Replace(string(b), `path = "./registry"`, `url = "http://127.0.0.1:1/"`, 1)), 0o644)
+		}, "acme/fs@1.1.0", "connection refused"},
+		{"registry answering garbage", func(t *testing.T) {
+			u := serve(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "<html>not json") })
+			b, _ := os.ReadFile(w.config)
+			os.WriteFile(w.config, []byte(strings.Replace(string(b), `path = "./registry"`, fmt.Sprintf("url = %q", u), 1)), 0o644)
+		}, "acme/fs@1.1.0", "index.json: invalid character"},
+		{"registry with an endless body", func(t *testing.T) {
+			u := serve(t, func(w http.ResponseWriter, r *http.Request) {
+				io.WriteString(w, `{"index_version": 1, "tools": {"acme/fs": {"description": "`)
+				chunk := []byte(strings.Repeat("a", 64<<10))
+				for i := 0; i < 1024; i++ { // 64 MiB, more than any index may have
+					if _, err := w.Write(chunk); err != nil {
+						return
+					}
+				}
+			})
+			b, _ := os.ReadFile(w.config)
+			os.WriteFile(w.config, []byte(strings.Replace(string(b), `path = "./registry"`, fmt.Sprintf("url = %q", u), 1)), 0o644)
+		}, "acme/fs@1.1.0", "more than"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			os.RemoveAll(versionDir)
+			ix, _ := os.ReadFile(filepath.Join(w.registry, "index.json"))
+			defer os.WriteFile(filepath.Join(w.registry, "index.json"), ix, 0o644)
+			w.writeConfig("acme/fs@^1", workspaceMount, trusted)
+			tc.setup(t)
+			r := runCLI(t, "", "tool", "install", tc.ref, cfg)
+			want := tc.want
+			if tc.name == "expired key" {
+				want = "which expired on 2001-01-01"
+			}
+			if r.code == 0 || !strings.Contains(r.stderr, want) {
+				t.Fatalf("install: exit %d, stderr:\n%s\nwant %q", r.code, r.stderr, want)
+			}
+			if after := w.snapshot(); after != before {
+				t.Fatalf("the lock or the cache changed:\nbefore: %s\nafter:  %s", before, after)
+			}
+		})
+	}
+	// A pin signed by a key revoked since: the tool no longer loads.
+	w.writeConfig("acme/fs@^1", workspaceMount, trusted+"]\n  revoked = ["+fmt.Sprintf("%q", keyID))
+	if r := runCLI(t, "", "validate", cfg); r.code != 2 || !strings.Contains(r.stderr, "Signer no longer trusted") || !strings.Contains(r.stderr, "is revoked") {
+		t.Fatalf("validate with the signer revoked: %d %s", r.code, r.stderr)
 	}
 }

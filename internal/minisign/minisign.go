@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"golang.org/x/crypto/blake2b"
@@ -248,3 +249,17 @@ func nonEmptyLines(s string) []string {
 
 // hexID is used in error messages about secret keys.
 func hexID(id KeyID) string { return strings.ToUpper(hex.EncodeToString(id[:])) }
+
+// ParseKeyID reads a key ID as minisign prints it (16 hex digits).
+func ParseKeyID(s string) (KeyID, error) {
+	var id KeyID
+	if len(s) != 16 {
+		return id, fmt.Errorf("%w key ID %q: want 16 hexadecimal digits", ErrMalformed, s)
+	}
+	v, err := strconv.ParseUint(s, 16, 64)
+	if err != nil {
+		return id, fmt.Errorf("%w key ID %q: want 16 hexadecimal digits", ErrMalformed, s)
+	}
+	binary.LittleEndian.PutUint64(id[:], v)
+	return id, nil
+}

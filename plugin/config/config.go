@@ -52,6 +52,10 @@ type Config struct {
 	// Trust are the public keys whose signatures on registry manifests and
 	// artifacts are accepted.
 	Trust []minisign.PublicKey
+	// Revoked keys are never trusted; a key in Expires is not trusted from
+	// that date on (both at install and at start).
+	Revoked []minisign.KeyID
+	Expires map[minisign.KeyID]time.Time
 	// ToolRefs are the tools named by registry reference, resolved through
 	// the lockfile by ResolveToolRefs.
 	ToolRefs []ToolRef
@@ -94,6 +98,12 @@ type ToolRef struct {
 	Kind          string
 	AllowUnsigned bool
 	Range         hcl.Range
+}
+
+// RegistryClient returns a client for the configuration's registries,
+// trust and cache; sources are built from Registries unless given.
+func (c *Config) RegistryClient(sources []registry.Source) *registry.Client {
+	return &registry.Client{Sources: sources, Trust: c.Trust, Revoked: c.Revoked, Expires: c.Expires, Cache: c.RegistryCache()}
 }
 
 // RegistryCache is the registry's content-addressed cache in the host's
@@ -140,6 +150,12 @@ func (c *Config) ResolveToolRefs(lock *registry.Lock, goos, goarch string) hcl.D
 		case !l.Unsigned && !slices.ContainsFunc(c.Trust, func(k minisign.PublicKey) bool { return k.ID.String() == l.Signer }):
 			if !tr.AllowUnsigned {
 				fail(tr, "Signer not trusted", "%s@%s was installed signed by key %s, which trust { keys } no longer lists.", m.ID, m.Version, l.Signer)
+				continue
+			}
+		case !l.Unsigned && !tr.AllowUnsigned:
+			id, _ := minisign.ParseKeyID(l.Signer)
+			if err := c.RegistryClient(nil).Withdrawn(id); err != nil {
+				fail(tr, "Signer no longer trusted", "%s@%s was installed %v; install a version signed by a current key.", m.ID, m.Version, err)
 				continue
 			}
 		}
@@ -869,6 +885,36 @@ func (d *decoder) decodeRegistries(raw *rawFile, cfg *Config) {
 			continue
 		}
 		cfg.Trust = append(cfg.Trust, pk)
+	}
+	keyID := func(s string) (minisign.KeyID, error) {
+		if pk, err := minisign.ParsePublicKey(s); err == nil {
+			return pk.ID, nil
+		}
+		return minisign.ParseKeyID(strings.ToUpper(s))
+	}
+	for i, s := range tb.Revoked {
+		id, err := keyID(s)
+		if err != nil {
+			d.errorf(tb.RevokedRange, "Invalid revoked key", "revoked[%d]: give a key ID (16 hex digits, as minisign prints it) or a public key: %v.", i, err)
+			continue
+		}
+		cfg.Revoked = append(cfg.Revoked, id)
+	}
+	for k, v := range tb.Expires {
+		id, err := keyID(k)
+		if err != nil {
+			d.errorf(tb.ExpiresRange, "Invalid key in expires", "%q: give a key ID (16 hex digits) or a public key: %v.", k, err)
+			continue
+		}
+		t, err := time.Parse(time.DateOnly, v)
+		if err != nil {
+			d.errorf(tb.ExpiresRange, "Invalid expiry date", "expires[%q] = %q: want a date, YYYY-MM-DD.", k, v)
+			continue
+		}
+		if cfg.Expires == nil {
+			cfg.Expires = map[minisign.KeyID]time.Time{}
+		}
+		cfg.Expires[id] = t
 	}
 }
 

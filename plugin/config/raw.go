@@ -29,11 +29,15 @@ type rawRegistry struct {
 }
 
 type rawTrust struct {
-	Keys     []string `hcl:"keys,optional"`
-	KeyFiles []string `hcl:"key_files,optional"`
+	Keys     []string          `hcl:"keys,optional"`
+	KeyFiles []string          `hcl:"key_files,optional"`
+	Revoked  []string          `hcl:"revoked,optional"`
+	Expires  map[string]string `hcl:"expires,optional"`
 
 	KeysRange     hcl.Range `hcl:"keys,attr_value_range"`
 	KeyFilesRange hcl.Range `hcl:"key_files,attr_value_range"`
+	RevokedRange  hcl.Range `hcl:"revoked,attr_value_range"`
+	ExpiresRange  hcl.Range `hcl:"expires,attr_value_range"`
 	DefRange      hcl.Range `hcl:",def_range"`
 }
 

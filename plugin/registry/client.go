@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/toolhost/toolhost/internal/minisign"
 )
@@ -25,6 +26,12 @@ type Client struct {
 	Sources []Source
 	// Trust are the public keys whose signatures are accepted.
 	Trust []minisign.PublicKey
+	// Revoked and Expires withdraw trust: a signature by a revoked key is
+	// refused, and by a key past its expiry date.
+	Revoked []minisign.KeyID
+	Expires map[minisign.KeyID]time.Time
+	// Now is the clock for expiry; nil: time.Now.
+	Now   func() time.Time
 	Cache *Cache
 	// HTTP fetches artifacts named by an https URL; nil: a default client.
 	HTTP *http.Client
@@ -162,9 +169,30 @@ func (c *Client) verify(ctx context.Context, src Source, sigPath string, data io
 	return c.verifyBytes(sigBytes, data)
 }
 
+// Withdrawn says why the key id may no longer be trusted (revoked, or past
+// its expiry date), or nil.
+func (c *Client) Withdrawn(id minisign.KeyID) error {
+	if slices.Contains(c.Revoked, id) {
+		return fmt.Errorf("signed by key %s, which is revoked (trust { revoked })", id)
+	}
+	if exp, ok := c.Expires[id]; ok {
+		now := time.Now
+		if c.Now != nil {
+			now = c.Now
+		}
+		if !now().Before(exp) {
+			return fmt.Errorf("signed by key %s, which expired on %s (trust { expires })", id, exp.Format(time.DateOnly))
+		}
+	}
+	return nil
+}
+
 func (c *Client) verifyBytes(sigBytes []byte, data io.ReadSeeker) (string, error) {
 	sig, err := minisign.ParseSignature(sigBytes)
 	if err != nil {
+		return "", err
+	}
+	if err := c.Withdrawn(sig.KeyID); err != nil {
 		return "", err
 	}
 	if len(c.Trust) == 0 {

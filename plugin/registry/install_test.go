@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -263,7 +264,7 @@ func TestHTTPRegistry(t *testing.T) {
 	content := bytes.Repeat([]byte("wasm"), 64<<10)
 	p.publish("acme/big", "1.0.0", content, "")
 	var cut sync.Map // paths whose body is cut halfway
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := cut.Load(r.URL.Path); ok {
 			w.Header().Set("Content-Length", fmt.Sprint(len(content)))
 			w.Write(content[:len(content)/2])
@@ -276,10 +277,12 @@ func TestHTTPRegistry(t *testing.T) {
 		http.FileServer(http.Dir(p.root)).ServeHTTP(w, r)
 	}))
 	defer srv.Close()
+	// HTTPS with the test server's certificate, trusted by the client.
 	src, err := NewHTTPSource("web", srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
+	src.Client = srv.Client()
 	c := p.client(src)
 	res, err := c.Resolve(ctx, mustRef(t, "acme/big@1"), Options{})
 	if err != nil {
@@ -361,5 +364,55 @@ func TestSourcesAndIndex(t *testing.T) {
 	}
 	if _, err := c.Resolve(ctx, mustRef(t, "acme/echo@^3"), Options{}); err == nil || !strings.Contains(err.Error(), "has no version that \"^3\" allows (it has 1.0.0, 1.1.0)") {
 		t.Fatalf("no allowed version: %v", err)
+	}
+}
+
+// TestMinisignSignedTool: a publisher who signs with the real minisign tool
+// (Debian's package) ships a tool toolhost installs.
+func TestMinisignSignedTool(t *testing.T) {
+	bin, err := exec.LookPath("minisign")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("minisign is not installed (apt-get install minisign)")
+		}
+		t.Skip("minisign is not installed")
+	}
+	dir := t.TempDir()
+	run := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("minisign %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	run("-G", "-W", "-p", "mk.pub", "-s", "mk.key")
+	b, err := os.ReadFile(filepath.Join(dir, "mk.pub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := minisign.ParsePublicKey(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPublisher(t)
+	p.publish("acme/echo", "1.0.0", []byte("signed by minisign"), "")
+	// Re-sign every file with minisign, replacing toolhost's signatures.
+	vd := filepath.Join(p.root, "acme", "echo", "1.0.0")
+	for _, f := range []string{"manifest.json", "acme-echo-1.0.0.wasm"} {
+		os.Remove(filepath.Join(vd, f+".minisig"))
+		run("-S", "-s", "mk.key", "-m", filepath.Join(vd, f))
+	}
+	c := p.client()
+	c.Trust = []minisign.PublicKey{pub}
+	res, err := c.Resolve(context.Background(), mustRef(t, "acme/echo"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Signer != pub.ID.String() {
+		t.Fatalf("signer %q, want minisign's key %s", res.Signer, pub.ID)
+	}
+	if _, err := c.Install(context.Background(), res, Options{}); err != nil {
+		t.Fatal(err)
 	}
 }
