@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -451,5 +453,94 @@ func TestToolInstallBadInput(t *testing.T) {
 	w.writeConfig("acme/fs@^1", workspaceMount, trusted+"]\n  revoked = ["+fmt.Sprintf("%q", keyID))
 	if r := runCLI(t, "", "validate", cfg); r.code != 2 || !strings.Contains(r.stderr, "Signer no longer trusted") || !strings.Contains(r.stderr, "is revoked") {
 		t.Fatalf("validate with the signer revoked: %d %s", r.code, r.stderr)
+	}
+}
+
+// TestToolRegistrySubprocess: a native plugin (the git example, built for
+// this platform) published with one binary per os/arch installs the
+// host's binary, pinned in the lock, and runs in the subprocess tier; a
+// manifest without this platform says which platforms it has.
+func TestToolRegistrySubprocess(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the subprocess tier runs on Linux")
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	w := newRegistryWorld(t)
+	os.Chmod(filepath.Dir(w.dir), 0o755) // reachable by the uid plugins run as
+	bin := filepath.Join(w.dir, "pub", "git-plugin")
+	if out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "../../examples/plugins/git").CombinedOutput(); err != nil {
+		t.Fatalf("building the git plugin: %v\n%s", err, out)
+	}
+	b, _ := os.ReadFile(bin)
+	sum := sha256.Sum256(b)
+	repo := filepath.Join(w.dir, "workspace")
+	for _, args := range [][]string{{"init", "-q"}, {"add", "hello.txt"}, {"commit", "-q", "-m", "first commit"}} {
+		cmd := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=Ada", "-c", "user.email=ada@example.com"}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	plat := runtime.GOOS + "/" + runtime.GOARCH
+	manifest := func(version, platform string) string {
+		mf := filepath.Join(w.dir, "pub", "git-"+version+".json")
+		os.WriteFile(mf, []byte(fmt.Sprintf(`{"manifest_version": 1, "id": "acme/git", "version": %q,
+  "description": "git history", "license": "MIT", "kind": "subprocess", "tool": "git_log",
+  "artifacts": {%q: {"url": "git-plugin", "sha256": %q, "size_bytes": %d}},
+  "capability_requirements": {"subprocess": true, "mounts": [{"guest_path": "/workspace", "read_only": true}]}, "limits": {}}`,
+			version, platform, hex.EncodeToString(sum[:]), len(b))), 0o644)
+		return mf
+	}
+	for _, v := range []struct{ version, platform string }{{"1.0.0", plat}, {"2.0.0", "freebsd/riscv64"}} {
+		if r := runCLI(t, "", "tool", "publish", "-k", w.key, "-r", w.registry, manifest(v.version, v.platform)); r.code != 0 {
+			t.Fatalf("publish: %s", r.stderr)
+		}
+	}
+	cfg := fmt.Sprintf(`host {
+  cache_dir = "./cache"
+  log_level = "off"
+}
+registry "local" {
+  path = "./registry"
+}
+trust {
+  keys = [%q]
+}
+grants {
+  capabilities = ["tool.exec.subprocess"]
+  mount {
+    path      = "./workspace"
+    read_only = true
+  }
+}
+tool "git_log" {
+  tier = "read_only"
+  subprocess {
+    tool_ref = "acme/git@1"
+  }
+  mount {
+    host_path  = "./workspace"
+    guest_path = "/workspace"
+    read_only  = true
+  }
+}
+`, w.pubKey)
+	os.WriteFile(w.config, []byte(cfg), 0o644)
+	flag := "--config=" + w.config
+	if r := runCLI(t, "", "tool", "install", "acme/git@2", flag); r.code == 0 || !strings.Contains(r.stderr, "has no binary for "+plat+"; it is built for freebsd/riscv64") {
+		t.Fatalf("install of a version without this platform: %d %s", r.code, r.stderr)
+	}
+	if r := runCLI(t, "", "tool", "install", flag); r.code != 0 || !strings.Contains(r.stdout, "installed acme/git@1.0.0") {
+		t.Fatalf("install: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	lock, _ := os.ReadFile(filepath.Join(w.dir, "toolhost.lock"))
+	if !strings.Contains(string(lock), `"platform": "`+plat+`"`) {
+		t.Fatalf("lock: %s", lock)
+	}
+	r := runCLI(t, "", "call", flag, "git_log", fmt.Sprintf(`{"repo":%q}`, repo))
+	if r.code != 0 || !strings.Contains(r.stdout, "Ada: first commit") {
+		t.Fatalf("call: %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }
