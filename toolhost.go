@@ -96,6 +96,11 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 	if diags.HasErrors() {
 		return nil, &ConfigError{Diagnostics: diags, parser: parser}
 	}
+	if len(cfg.LocalTools) > 0 {
+		if ld := cfg.CheckLocalTools(runtime.GOOS, runtime.GOARCH); ld.HasErrors() {
+			return nil, &ConfigError{Diagnostics: ld, parser: parser}
+		}
+	}
 	if len(cfg.ToolRefs) > 0 {
 		lock, err := registry.ReadLock(cfg.LockFile)
 		if err != nil {

@@ -544,3 +544,76 @@ tool "git_log" {
 		t.Fatalf("call: %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestLocalToolWithManifest: a tool shipped beside the application (path
+// plus a manifest) follows a registry's rules: signatures by a trusted
+// key, the manifest's size and sha256, the composition rule.
+func TestLocalToolWithManifest(t *testing.T) {
+	w := newRegistryWorld(t)
+	tools := filepath.Join(w.dir, "tools")
+	os.MkdirAll(tools, 0o755)
+	art := filepath.Join(tools, "fs.wasm")
+	os.WriteFile(art, w.module, 0o644)
+	sum := sha256.Sum256(w.module)
+	mf := filepath.Join(tools, "fs.json")
+	writeManifest := func(extra string) {
+		os.WriteFile(mf, []byte(fmt.Sprintf(`{"manifest_version": 1, "id": "app/fs", "version": "1.0.0", "description": "d", "license": "MIT",
+  "kind": "wasm", "tool": "filesystem.list", "artifact": {"url": "fs.wasm", "sha256": %q, "size_bytes": %d},
+  "capability_requirements": {"mounts": [{"guest_path": "/workspace", "read_only": true}]%s}, "limits": {}}`, hex.EncodeToString(sum[:]), len(w.module), extra)), 0o644)
+		if r := runCLI(t, "", "tool", "sign", "-k", w.key, mf, art); r.code != 0 {
+			t.Fatal(r.stderr)
+		}
+	}
+	writeManifest("")
+	config := func(extra string) {
+		os.WriteFile(w.config, []byte(fmt.Sprintf(`host {
+  workspace = "./workspace"
+  cache_dir = "./cache"
+  log_level = "off"
+}
+trust {
+  keys = [%q]
+}
+grants {
+  mount {
+    path      = "./workspace"
+    read_only = true
+  }
+}
+tool "ws.list" {
+  tier = "read_only"
+  wasm {
+    path     = "./tools/fs.wasm"
+    manifest = "./tools/fs.json"
+  }
+%s
+%s
+}
+`, w.pubKey, workspaceMount, extra)), 0o644)
+	}
+	config("")
+	cfg := "--config=" + w.config
+	if r := runCLI(t, "", "call", cfg, "ws.list", `{"path":"."}`); r.code != 0 || !strings.Contains(r.stdout, "hello.txt") {
+		t.Fatalf("call: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	os.Remove(art + ".minisig")
+	if r := runCLI(t, "", "validate", cfg); r.code != 2 || !strings.Contains(r.stderr, "Tool manifest refused") || !strings.Contains(r.stderr, "the artifact is not signed by a trusted") {
+		t.Fatalf("unsigned artifact: %d %s", r.code, r.stderr)
+	}
+	config("  allow_unsigned = true")
+	if r := runCLI(t, "", "validate", cfg); r.code != 0 {
+		t.Fatalf("allow_unsigned: %d %s", r.code, r.stderr)
+	}
+	config("")
+	writeManifest(`, "hosts": ["api.example.com"]`)
+	if r := runCLI(t, "", "validate", cfg); r.code != 2 || !strings.Contains(r.stderr, "Capabilities not granted") {
+		t.Fatalf("ungranted capability: %d %s", r.code, r.stderr)
+	}
+	writeManifest("")
+	bad := append([]byte(nil), w.module...)
+	bad[200] ^= 1
+	os.WriteFile(art, bad, 0o644)
+	if r := runCLI(t, "", "validate", cfg); r.code != 2 || !strings.Contains(r.stderr, "the manifest says") {
+		t.Fatalf("changed artifact: %d %s", r.code, r.stderr)
+	}
+}

@@ -59,6 +59,9 @@ type Config struct {
 	// ToolRefs are the tools named by registry reference, resolved through
 	// the lockfile by ResolveToolRefs.
 	ToolRefs []ToolRef
+	// LocalTools are tools named by path with a manifest beside them,
+	// checked by CheckLocalTools.
+	LocalTools []LocalTool
 	// LockFile is toolhost.lock beside the configuration file.
 	LockFile string
 
@@ -98,6 +101,69 @@ type ToolRef struct {
 	Kind          string
 	AllowUnsigned bool
 	Range         hcl.Range
+}
+
+// LocalTool is a tool whose artifact is named by path, with a manifest
+// (manifest in its wasm or subprocess block).
+type LocalTool struct {
+	Tool          string
+	Manifest      string
+	Kind          string
+	AllowUnsigned bool
+	Range         hcl.Range
+}
+
+// CheckLocalTools holds tools named by path with a manifest to a
+// registry's rules: the manifest and the artifact signed by a trusted key
+// (or allow_unsigned), the artifact the one the block names with the
+// manifest's size and sha256 (which then pins it), the kind the block's,
+// and every capability the manifest asks for granted on the tool.
+func (c *Config) CheckLocalTools(goos, goarch string) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	fail := func(lt LocalTool, summary, format string, args ...any) {
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary,
+			Detail: fmt.Sprintf(format, args...), Subject: lt.Range.Ptr()})
+	}
+	client := c.RegistryClient(nil)
+	for _, lt := range c.LocalTools {
+		i := slices.IndexFunc(c.Tools, func(s plugin.Spec) bool { return s.Name == lt.Tool })
+		if i < 0 {
+			continue
+		}
+		spec := &c.Tools[i]
+		l, err := client.OpenLocal(lt.Manifest, goos, goarch, registry.Options{AllowUnsigned: lt.AllowUnsigned})
+		if err != nil {
+			fail(lt, "Tool manifest refused", "%v.", err)
+			continue
+		}
+		m := l.Manifest
+		switch {
+		case m.Kind != lt.Kind:
+			fail(lt, "Wrong kind of tool", "%s describes a %s tool; this is a %s block.", lt.Manifest, m.Kind, lt.Kind)
+			continue
+		case filepath.Clean(l.Path) != filepath.Clean(spec.Source.Path):
+			fail(lt, "Manifest of another artifact", "%s names %s; the block's path is %s.", lt.Manifest, l.Path, spec.Source.Path)
+			continue
+		case spec.Source.SHA256 != "" && spec.Source.SHA256 != l.Artifact.SHA256:
+			fail(lt, "Two pins disagree", "sha256 is %s; the manifest says %s.", spec.Source.SHA256, l.Artifact.SHA256)
+			continue
+		}
+		if missing := m.Ungranted(spec.Capabilities); len(missing) > 0 {
+			fail(lt, "Capabilities not granted", "%s asks for capabilities this tool is not granted: %s. Grant them on the tool (and in grants), or narrow them; until then it does not load.", m.Ref(), strings.Join(missing, ", "))
+			continue
+		}
+		spec.Source.SHA256 = l.Artifact.SHA256
+		if spec.Source.Tool == "" && spec.Source.Export == "" {
+			spec.Source.Tool, spec.Source.Export = m.Tool, m.Export
+		}
+		if len(spec.InputSchema) == 0 && len(m.InputSchema) > 0 {
+			spec.InputSchema = m.InputSchema
+		}
+		if len(spec.OutputSchema) == 0 && len(m.OutputSchema) > 0 {
+			spec.OutputSchema = m.OutputSchema
+		}
+	}
+	return diags
 }
 
 // RegistryClient returns a client for the configuration's registries,
@@ -616,7 +682,8 @@ func (d *decoder) decodeTool(t *rawTool, cfg *Config) (plugin.Spec, bool) {
 			cfg.sources[t.Name] = t.Wasm[0].DefRange
 		}
 		spec.Source = d.wasmSource(t.Wasm[0])
-		d.toolRef(cfg, t, "wasm", t.Wasm[0].ToolRef, t.Wasm[0].ToolRefRange)
+		w := t.Wasm[0]
+		d.shipped(cfg, t, "wasm", w.ToolRef, w.ToolRefRange, w.Manifest, w.ManifestRange, w.Path != nil)
 		if spec.Source.Export != "" && len(spec.InputSchema) == 0 {
 			d.errorf(t.Wasm[0].DefRange, "Raw export without a schema", "The tool %q calls the plain export %q, which cannot describe itself: declare input_schema (and output_schema if it returns JSON) in the tool block.", t.Name, spec.Source.Export)
 		}
@@ -625,7 +692,8 @@ func (d *decoder) decodeTool(t *rawTool, cfg *Config) (plugin.Spec, bool) {
 			cfg.sources[t.Name] = t.Subprocess[0].DefRange
 		}
 		spec.Source = d.subprocessSource(t.Subprocess[0])
-		d.toolRef(cfg, t, "subprocess", t.Subprocess[0].ToolRef, t.Subprocess[0].ToolRefRange)
+		s := t.Subprocess[0]
+		d.shipped(cfg, t, "subprocess", s.ToolRef, s.ToolRefRange, s.Manifest, s.ManifestRange, s.Path != nil)
 		spec.Capabilities.Subprocess = true
 		spec.Capabilities.Env = t.Subprocess[0].Env
 		if spec.Source.Builtin == "shell.exec" && spec.Tier != 0 && spec.Tier != plugin.TierPrivileged {
@@ -805,14 +873,26 @@ func (d *decoder) refOnly(path, builtin, sha bool, rng hcl.Range) {
 	}
 }
 
+// shipped records a tool shipped as a registry's are: named by registry
+// reference, or by path with a manifest beside it.
+func (d *decoder) shipped(cfg *Config, t *rawTool, kind string, ref *string, refRange hcl.Range, manifest *string, manifestRange hcl.Range, hasPath bool) {
+	switch {
+	case manifest != nil && !hasPath:
+		d.errorf(manifestRange, "Manifest without a path", "manifest describes the artifact named by path = \"...\"; a tool_ref or builtin has its own.")
+	case manifest != nil:
+		if cfg.ranges[t.Name] == t.DefRange {
+			cfg.LocalTools = append(cfg.LocalTools, LocalTool{Tool: t.Name, Manifest: d.path(*manifest), Kind: kind,
+				AllowUnsigned: t.AllowUnsigned != nil && *t.AllowUnsigned, Range: manifestRange})
+		}
+	case ref != nil:
+		d.toolRef(cfg, t, kind, ref, refRange)
+	case t.AllowUnsigned != nil:
+		d.errorf(t.AllowUnsignedRange, "allow_unsigned without tool_ref or manifest", "allow_unsigned applies to tools shipped with a signed manifest (tool_ref, or path with manifest); a tool named by path alone is pinned by its sha256 instead.")
+	}
+}
+
 // toolRef records a tool named by registry reference.
 func (d *decoder) toolRef(cfg *Config, t *rawTool, kind string, ref *string, rng hcl.Range) {
-	if ref == nil {
-		if t.AllowUnsigned != nil {
-			d.errorf(t.AllowUnsignedRange, "allow_unsigned without tool_ref", "allow_unsigned applies to tools installed from a registry (tool_ref); a tool named by path is pinned by its sha256 instead.")
-		}
-		return
-	}
 	r, err := registry.ParseRef(*ref)
 	if err != nil {
 		d.errorf(rng, "Invalid tool reference", "%v.", err)

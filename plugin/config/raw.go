@@ -120,34 +120,38 @@ type rawTool struct {
 }
 
 type rawWasm struct {
-	Path    *string           `hcl:"path"`
-	Builtin *string           `hcl:"builtin"`
-	SHA256  *string           `hcl:"sha256"`
-	Tool    *string           `hcl:"tool"`
-	Export  *string           `hcl:"export"`
-	ToolRef *string           `hcl:"tool_ref"`
-	Config  map[string]string `hcl:"config,optional"`
+	Path     *string           `hcl:"path"`
+	Builtin  *string           `hcl:"builtin"`
+	SHA256   *string           `hcl:"sha256"`
+	Tool     *string           `hcl:"tool"`
+	Export   *string           `hcl:"export"`
+	ToolRef  *string           `hcl:"tool_ref"`
+	Manifest *string           `hcl:"manifest"`
+	Config   map[string]string `hcl:"config,optional"`
 
-	ToolRefRange hcl.Range `hcl:"tool_ref,attr_value_range"`
-	PathRange    hcl.Range `hcl:"path,attr_value_range"`
-	SHA256Range  hcl.Range `hcl:"sha256,attr_value_range"`
-	DefRange     hcl.Range `hcl:",def_range"`
+	ToolRefRange  hcl.Range `hcl:"tool_ref,attr_value_range"`
+	ManifestRange hcl.Range `hcl:"manifest,attr_value_range"`
+	PathRange     hcl.Range `hcl:"path,attr_value_range"`
+	SHA256Range   hcl.Range `hcl:"sha256,attr_value_range"`
+	DefRange      hcl.Range `hcl:",def_range"`
 }
 
 type rawSubproc struct {
-	Path    *string  `hcl:"path"`
-	Builtin *string  `hcl:"builtin"`
-	SHA256  *string  `hcl:"sha256"`
-	Tool    *string  `hcl:"tool"`
-	Args    []string `hcl:"args,optional"`
-	Env     []string `hcl:"env,optional"`
-	ToolRef *string  `hcl:"tool_ref"`
+	Path     *string  `hcl:"path"`
+	Builtin  *string  `hcl:"builtin"`
+	SHA256   *string  `hcl:"sha256"`
+	Tool     *string  `hcl:"tool"`
+	Args     []string `hcl:"args,optional"`
+	Env      []string `hcl:"env,optional"`
+	ToolRef  *string  `hcl:"tool_ref"`
+	Manifest *string  `hcl:"manifest"`
 
-	ToolRefRange hcl.Range `hcl:"tool_ref,attr_value_range"`
-	PathRange    hcl.Range `hcl:"path,attr_value_range"`
-	SHA256Range  hcl.Range `hcl:"sha256,attr_value_range"`
-	EnvRange     hcl.Range `hcl:"env,attr_value_range"`
-	DefRange     hcl.Range `hcl:",def_range"`
+	ToolRefRange  hcl.Range `hcl:"tool_ref,attr_value_range"`
+	ManifestRange hcl.Range `hcl:"manifest,attr_value_range"`
+	PathRange     hcl.Range `hcl:"path,attr_value_range"`
+	SHA256Range   hcl.Range `hcl:"sha256,attr_value_range"`
+	EnvRange      hcl.Range `hcl:"env,attr_value_range"`
+	DefRange      hcl.Range `hcl:",def_range"`
 }
 
 type rawGo struct {
