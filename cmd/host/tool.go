@@ -151,7 +151,7 @@ func (a *app) toolVerify() *cobra.Command {
 			"in the cache with the pinned sha256.",
 		RunE: func(_ *cobra.Command, files []string) error {
 			if len(files) > 0 {
-				var trust []minisign.PublicKey
+				client := &registry.Client{}
 				for _, p := range pubs {
 					text := p
 					if b, err := os.ReadFile(p); err == nil {
@@ -161,18 +161,18 @@ func (a *app) toolVerify() *cobra.Command {
 					if err != nil {
 						return fmt.Errorf("--pub %s: %w", p, err)
 					}
-					trust = append(trust, k)
+					client.Trust = append(client.Trust, k)
 				}
-				if len(trust) == 0 {
+				if len(pubs) == 0 {
 					cfg, err := a.registryConfig()
 					if err != nil {
 						return err
 					}
-					trust = cfg.Trust
+					client = cfg.RegistryClient(nil)
 				}
 				bad := 0
 				for _, f := range files {
-					id, err := registry.VerifyFile(f, trust)
+					id, err := client.VerifyFile(f)
 					if err != nil {
 						fmt.Fprintf(a.stdout, "%s: BAD: %v\n", f, err)
 						bad++

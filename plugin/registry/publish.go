@@ -40,8 +40,8 @@ func SignFile(name string, key minisign.PrivateKey) (string, error) {
 }
 
 // VerifyFile checks name against name.minisig and returns the key ID of
-// the trusted key that signed it.
-func VerifyFile(name string, trust []minisign.PublicKey) (string, error) {
+// the key, trusted by c and not withdrawn, that signed it.
+func (c *Client) VerifyFile(name string) (string, error) {
 	sigBytes, err := os.ReadFile(name + sigSuffix)
 	if err != nil {
 		return "", err
@@ -51,7 +51,6 @@ func VerifyFile(name string, trust []minisign.PublicKey) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	c := &Client{Trust: trust}
 	return c.verifyBytes(sigBytes, f)
 }
 
