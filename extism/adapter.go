@@ -254,6 +254,11 @@ func (a *Adapter) transform(raw []byte, info *moduleInfo, key string, snap func(
 			return nil, err
 		}
 	}
+	if info.usesExtismHTTP() {
+		if code, err = routeExtismHTTP(code); err != nil {
+			return nil, err
+		}
+	}
 	if snap != nil {
 		// Before fuel: the initialisation run is not metered, and the
 		// fuel counter is not captured.
@@ -400,6 +405,9 @@ func (a *Adapter) Load(ctx context.Context, spec *plugin.Spec) (plugin.Tool, err
 	// The module is transformed (initialiser renamed, fuel, configured
 	// transforms) and compiled in the background; key names the result.
 	key := got + "+data"
+	if info.usesExtismHTTP() {
+		key += "+xhttp"
+	}
 	if info.initName != "" {
 		key += "+init"
 	}

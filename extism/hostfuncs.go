@@ -74,19 +74,19 @@ type invokeResponse struct {
 // extism:host/user: a guest importing any other name from there cannot be
 // instantiated.
 func hostFunctionNames() []string {
-	return []string{hostHTTP, hostInvoke, hostFSSubmit, hostFSTake, hostConfigGet}
+	return []string{hostHTTP, hostInvoke, hostFSSubmit, hostFSTake, hostConfigGet, hostExtismHTTP, hostExtismStatus, hostExtismHeaders}
 }
 
 func hostFunctions() []extism.HostFunction {
 	i64 := []extism.ValueType{extism.ValueTypeI64}
 	i32 := extism.ValueTypeI32
-	return []extism.HostFunction{
+	return append([]extism.HostFunction{
 		extism.NewHostFunctionWithStack(hostHTTP, jsonHostFunc(doHTTP), i64, i64),
 		extism.NewHostFunctionWithStack(hostInvoke, jsonHostFunc(doInvoke), i64, i64),
 		extism.NewHostFunctionWithStack(hostFSSubmit, fsSubmit, []extism.ValueType{i32, i32, i32, i32, extism.ValueTypeI64, i32, i32, i32}, []extism.ValueType{i32}),
 		extism.NewHostFunctionWithStack(hostFSTake, fsTake, []extism.ValueType{i32, i32, i32}, []extism.ValueType{i32}),
 		extism.NewHostFunctionWithStack(hostConfigGet, configGet, []extism.ValueType{i32, i32, i32, i32}, []extism.ValueType{i32}),
-	}
+	}, extismHTTPFunctions()...)
 }
 
 // jsonHostFunc adapts a JSON-in, JSON-out handler to an Extism host function.

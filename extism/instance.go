@@ -52,6 +52,8 @@ type instance struct {
 	batch     *batchReader // toolhost_fs_submit's reading, if any
 	direct    *directCall  // call_tool without go-sdk's per-call work (direct.go)
 	httpCount int
+	// extismHTTP is the last response of Extism's own http_request.
+	extismHTTP extismHTTPState
 	invokes   int
 	logs      atomic.Int64
 

@@ -11,6 +11,10 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -250,18 +254,73 @@ func TestNetwork(t *testing.T) {
 		_, err := call(t, loadWith(t, a, sp), &sp, map[string]any{"url": okSrv.URL + "/big"}, nil)
 		wantLimit(t, err, "http_response")
 	})
-	t.Run("extism http_request is unreachable", func(t *testing.T) {
+	// Extism's own http_request (pdk.NewHTTPRequest), which go-sdk would
+	// serve with no address checks, limits or secrets, goes through the
+	// same guarded client (issue 23, part 5: it was refused outright).
+	pdkfetch := func(t *testing.T, hosts []plugin.HostRule, secrets map[string]string, args map[string]any, limits func(*plugin.Limits)) (map[string]any, error) {
+		t.Helper()
 		sp := guestSpec("hostile", "pdkfetch")
-		sp.Capabilities.Hosts = allowOK
-		_, err := call(t, loadWith(t, a, sp), &sp, map[string]any{"url": okSrv.URL + "/"}, nil)
-		if err == nil {
-			t.Fatal("Extism's own http_request reached the network")
+		sp.Capabilities.Hosts = hosts
+		for n := range secrets {
+			sp.Capabilities.Secrets = append(sp.Capabilities.Secrets, n)
 		}
-		// A refusal by policy, naming the host, not "the tool crashed".
-		wantCode(t, err, plugin.CodeCapabilityDenied)
-		if !strings.Contains(err.Error(), "127.0.0.1") || strings.Contains(err.Error(), "crashed") {
-			t.Fatalf("err = %v", err)
+		if limits != nil {
+			limits(&sp.Limits)
 		}
+		res, err := call(t, loadWith(t, a, sp), &sp, args, secrets)
+		if err != nil {
+			return nil, err
+		}
+		return structured(t, res), nil
+	}
+	t.Run("extism http_request reaches a granted host", func(t *testing.T) {
+		out, err := pdkfetch(t, allowOK, nil, map[string]any{"url": okSrv.URL + "/"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out["status"] != float64(200) || out["body"] != "hello from the allowed server" {
+			t.Fatalf("out = %v", out)
+		}
+		if h, _ := out["headers"].(map[string]any); h["content-type"] == nil {
+			t.Fatalf("headers %v, want Extism's lower-cased response headers", out["headers"])
+		}
+	})
+	t.Run("extism http_request: secret injected, echo redacted", func(t *testing.T) {
+		out, err := pdkfetch(t, allowOK, map[string]string{"TOKEN": "s3cr3t-value"},
+			map[string]any{"url": okSrv.URL + "/echo-secret", "headers": map[string]string{"Authorization": "Bearer $TOKEN"}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seenAuth != "Bearer s3cr3t-value" {
+			t.Fatalf("server saw Authorization %q", seenAuth)
+		}
+		if all := fmt.Sprint(out); strings.Contains(all, "s3cr3t-value") || !strings.Contains(all, "[REDACTED:TOKEN]") {
+			t.Fatalf("guest saw %s", all)
+		}
+	})
+	for _, tc := range []struct {
+		name, url, want string
+		hosts           []plugin.HostRule
+	}{
+		{"host not granted", "http://example.com/", "example.com", allowOK},
+		{"no network capability", okSrv.URL + "/", "no network access", nil},
+		{"granted name resolving to loopback", fmt.Sprintf("http://public.test:%d/", okPort), "public.test", []plugin.HostRule{rule(t, fmt.Sprintf("public.test:%d", okPort))}},
+		{"redirect to a host not granted", fmt.Sprintf("http://127.0.0.1:%d/", redirPort), "redirect", []plugin.HostRule{rule(t, fmt.Sprintf("127.0.0.1:%d", redirPort))}},
+	} {
+		t.Run("extism http_request refused: "+tc.name, func(t *testing.T) {
+			_, err := pdkfetch(t, tc.hosts, nil, map[string]any{"url": tc.url}, nil)
+			if err == nil {
+				t.Fatal("not refused")
+			}
+			wantCode(t, err, plugin.CodeCapabilityDenied)
+			if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "crashed") {
+				t.Fatalf("err = %v, want it to name %q", err, tc.want)
+			}
+		})
+	}
+	t.Run("extism http_request: response limit", func(t *testing.T) {
+		_, err := pdkfetch(t, allowOK, nil, map[string]any{"url": okSrv.URL + "/big"}, func(l *plugin.Limits) { l.HTTPResponse = 64 << 10 })
+		wantLimit(t, err, "http_response")
 	})
 	t.Run("proxy variables are ignored", func(t *testing.T) {
 		proxyHit := false
@@ -279,4 +338,54 @@ func TestNetwork(t *testing.T) {
 			t.Fatalf("request went through the proxy: %v", out)
 		}
 	})
+}
+
+// goSDKWasm returns the path of a prebuilt plugin that extism/go-sdk ships
+// in its module (wasm/NAME), from the module cache of this build.
+func goSDKWasm(t *testing.T, name string) string {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "list", "-m", "-f", "{{.Dir}}", "github.com/extism/go-sdk").Output()
+	if err != nil {
+		t.Fatalf("finding go-sdk in the module cache: %v", err)
+	}
+	p := filepath.Join(strings.TrimSpace(string(out)), "wasm", name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("go-sdk's %s: %v", name, err)
+	}
+	return p
+}
+
+// TestExtismSDKHTTPPlugin: go-sdk's own prebuilt http_headers.wasm, a
+// third-party plugin that fetches with Extism's http_request and returns
+// the response headers (Extism's http_headers), works through toolhost
+// under the tool's allowlist, and is refused elsewhere.
+func TestExtismSDKHTTPPlugin(t *testing.T) {
+	srv, port := testServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Served-By", "toolhost-test")
+		fmt.Fprint(w, "ok")
+	})
+	a, err := New(Config{CacheDir: cacheDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	spec := func(hosts ...plugin.HostRule) plugin.Spec {
+		return plugin.Spec{Name: "http_get", Capabilities: plugin.Capabilities{Hosts: hosts},
+			InputSchema: []byte(`{"type":"object","properties":{"url":{"type":"string"}},"required":["url"]}`),
+			Source:      plugin.Source{Kind: Kind, Path: goSDKWasm(t, "http_headers.wasm"), Export: "http_get"}}
+	}
+	sp := spec(rule(t, fmt.Sprintf("127.0.0.1:%d", port)))
+	res, err := call(t, loadWith(t, a, sp), &sp, map[string]any{"url": srv.URL + "/"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := res.TextContent(); !strings.Contains(out, `"x-served-by":"toolhost-test"`) {
+		t.Fatalf("output %s, want the response's headers", out)
+	}
+	sp = spec(rule(t, "127.0.0.1:1"))
+	_, err = call(t, loadWith(t, a, sp), &sp, map[string]any{"url": srv.URL + "/"}, nil)
+	wantCode(t, err, plugin.CodeCapabilityDenied)
+	if !strings.Contains(err.Error(), fmt.Sprintf("127.0.0.1:%d", port)) {
+		t.Fatalf("err = %v, want it to name the host", err)
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -154,7 +153,7 @@ func (t *wasmTool) compile() {
 	manifest := extism.Manifest{
 		Wasm:         []extism.Wasm{extism.WasmData{Data: t.code, Name: "main"}},
 		Config:       cfg,
-		AllowedHosts: nil, // Extism's http_request stays unreachable
+		AllowedHosts: nil, // go-sdk's own http_request is never reached: modules importing it are routed to toolhost's (extismhttp.go)
 		Memory: &extism.ManifestMemory{
 			MaxVarBytes:          t.limits.VarSize,
 			MaxHttpResponseBytes: 0,
@@ -584,10 +583,6 @@ func (t *wasmTool) outcome(ctx, cctx context.Context, inst *instance, req *plugi
 			return nil, false, plugin.Errorf(plugin.CodeToolExecutionTimeout, "the tool did not finish within %s", limits.Timeout)
 		}
 		msg := err.Error()
-		if host, ok := extismHTTPRefused(msg); ok {
-			return nil, false, &plugin.Error{Code: plugin.CodeCapabilityDenied,
-				Message: fmt.Sprintf("the tool called Extism's own http_request for %s, which toolhost does not serve: guests reach the network through toolhost_http_request (docs/wasm.md), under the tool's hosts", host)}
-		}
 		switch {
 		case strings.Contains(msg, "Variable store is full"):
 			return nil, false, plugin.LimitError("var_size", "the tool's variables exceed the %s limit", plugin.FormatSize(limits.VarSize))
@@ -613,25 +608,6 @@ func (t *wasmTool) outcome(ctx, cctx context.Context, inst *instance, req *plugi
 	return out, fromStdout, nil
 }
 
-// extismHTTPRefused recognises go-sdk's refusal of its own http_request
-// ("HTTP request to 'URL' is not allowed", a host function panic) and
-// returns the URL's host.
-func extismHTTPRefused(msg string) (string, bool) {
-	const pre, post = "HTTP request to '", "' is not allowed"
-	i := strings.Index(msg, pre)
-	if i < 0 {
-		return "", false
-	}
-	rest := msg[i+len(pre):]
-	j := strings.Index(rest, post)
-	if j < 0 {
-		return "", false
-	}
-	if u, err := url.Parse(rest[:j]); err == nil && u.Host != "" {
-		return u.Host, true
-	}
-	return "an unparsable URL", true
-}
 
 func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {

@@ -164,8 +164,12 @@ func init() {
 			return map[string]any{"status": resp.Status, "body": string(resp.Body), "headers": resp.Headers}, nil
 		}),
 		guest.Func("pdkfetch", "Fetches a URL with Extism's own http_request.", anyObject, func(in fetchArgs) (map[string]any, error) {
-			r := pdk.NewHTTPRequest(pdk.MethodGet, in.URL).Send()
-			return map[string]any{"status": r.Status(), "body": string(r.Body())}, nil
+			req := pdk.NewHTTPRequest(pdk.MethodGet, in.URL)
+			for k, v := range in.Headers {
+				req.SetHeader(k, v)
+			}
+			r := req.Send()
+			return map[string]any{"status": r.Status(), "body": string(r.Body()), "headers": r.Headers()}, nil
 		}),
 		guest.Func("invoke", "Invokes another tool (after burn rounds of arithmetic).", anyObject, func(in struct {
 			Name  string          `json:"name"`
