@@ -41,3 +41,13 @@ func builtinAdapters() []builtinAdapter {
 		}},
 	}
 }
+
+// builtinCatalog is what the built-in adapters offer, for the
+// configuration's checks of builtin = "..." and tool = "...".
+func builtinCatalog() *config.Catalog {
+	c := &config.Catalog{Wasm: builtin.Catalog()}
+	for _, s := range subprocess.BuiltinSpecs() {
+		c.Subprocess = append(c.Subprocess, s.Source.Builtin)
+	}
+	return c
+}

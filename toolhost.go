@@ -91,7 +91,7 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 	if opts.ConfigFile == "" {
 		opts.ConfigFile = "config.hcl"
 	}
-	parser := config.NewParser()
+	parser := config.NewParser().WithCatalog(builtinCatalog())
 	cfg, diags := parser.LoadFile(opts.ConfigFile)
 	if diags.HasErrors() {
 		return nil, &ConfigError{Diagnostics: diags, parser: parser}

@@ -396,14 +396,20 @@ func (h *Host) lookup(name string) (*entry, error) {
 func (h *Host) suggest(name string) []string {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
+	return Suggest(name, h.order)
+}
+
+// Suggest returns up to three of candidates close to name (a typo, another
+// case, a part of it), closest first, for "did you mean" messages.
+func Suggest(name string, candidates []string) []string {
 	type cand struct {
 		n string
 		d int
 	}
 	var cs []cand
-	for _, n := range h.order {
+	for _, n := range candidates {
 		d := editDistance(strings.ToLower(name), strings.ToLower(n))
-		if d <= max(2, len(name)/4) || strings.Contains(n, name) && len(name) >= 3 {
+		if d <= max(1, len(name)/3) || strings.Contains(n, name) && len(name) >= 3 {
 			cs = append(cs, cand{n, d})
 		}
 	}

@@ -83,6 +83,25 @@ func Lookup(name string) ([]byte, bool) {
 	return b, ok
 }
 
+// catalog is every built-in plugin's tools. TestCatalog checks it against
+// what the modules list.
+var catalog = map[string][]string{
+	"filesystem": {"filesystem.read", "filesystem.list", "filesystem.search", "filesystem.write", "filesystem.edit", "filesystem.delete"},
+	"web":        {"web.fetch", "http.request", "web.search"},
+	"kb":         {"kb.learn"},
+}
+
+// Catalog returns the built-in plugins (the names operators write in
+// builtin = "...") and the tools each offers, whichever module serves
+// them. The caller may modify the result.
+func Catalog() map[string][]string {
+	out := make(map[string][]string, len(catalog))
+	for p, tools := range catalog {
+		out[p] = slices.Clone(tools)
+	}
+	return out
+}
+
 // Names returns the names of the built-in modules, sorted.
 func Names() []string {
 	return slices.Sorted(maps.Keys(modules))

@@ -341,3 +341,37 @@ func TestReproducible(t *testing.T) {
 		}
 	}
 }
+
+// TestCatalog: the catalog the configuration checks names against is what
+// the modules offer: each listed tool loads, and a module lists no tool of
+// its plugin that the catalog leaves out.
+func TestCatalog(t *testing.T) {
+	cat := builtin.Catalog()
+	for plugin_, tools := range cat {
+		for _, tool := range tools {
+			sp := plugin.Spec{Name: tool, Source: plugin.Source{Kind: extism.Kind, Builtin: plugin_, Tool: tool}}
+			tl, err := adapter.Load(context.Background(), &sp)
+			if err != nil {
+				t.Errorf("%s/%s: %v", plugin_, tool, err)
+				continue
+			}
+			tl.(plugin.Closer).Close()
+		}
+		// Asking a module for a tool it does not have lists what it has.
+		sp := plugin.Spec{Name: "no.such.tool", Source: plugin.Source{Kind: extism.Kind, Builtin: plugin_, Tool: "no.such.tool"}}
+		_, err := adapter.Load(context.Background(), &sp)
+		if err == nil {
+			t.Fatalf("%s: loaded a tool that does not exist", plugin_)
+		}
+		_, offers, _ := strings.Cut(err.Error(), "it offers ")
+		for _, name := range strings.Split(strings.TrimSuffix(offers, ")"), ", ") {
+			if !slices.Contains(tools, name) {
+				t.Errorf("the %s module offers %q, which the catalog does not list", plugin_, name)
+			}
+		}
+	}
+	cat["filesystem"][0] = "changed"
+	if builtin.Catalog()["filesystem"][0] == "changed" {
+		t.Error("Catalog shares its slices")
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -310,11 +311,28 @@ func (c *Config) Diagnostic(name, summary, detail string) *hcl.Diagnostic {
 // Parser reads configuration files and keeps their source so that
 // diagnostics can be printed with the offending line.
 type Parser struct {
-	p *hclparse.Parser
+	p       *hclparse.Parser
+	catalog *Catalog
 }
 
 // NewParser returns a Parser.
 func NewParser() *Parser { return &Parser{p: hclparse.NewParser()} }
+
+// Catalog names the built-in plugins and tools a host offers, so that a
+// configuration naming one that does not exist is told so at the
+// attribute, with a suggestion, in the same pass as every other mistake.
+type Catalog struct {
+	// Wasm maps each built-in wasm plugin to the tools it offers.
+	Wasm map[string][]string
+	// Subprocess lists the built-in subprocess tools.
+	Subprocess []string
+}
+
+// WithCatalog makes p check built-in names against c.
+func (p *Parser) WithCatalog(c *Catalog) *Parser {
+	p.catalog = c
+	return p
+}
 
 // Files returns the source of every file parsed so far, for
 // Parser.WriteDiagnostics.
@@ -345,7 +363,7 @@ func (p *Parser) Parse(src []byte, filename string) (*Config, hcl.Diagnostics) {
 	if err != nil {
 		abs = filename
 	}
-	d := &decoder{dir: filepath.Dir(abs)}
+	d := &decoder{dir: filepath.Dir(abs), catalog: p.catalog}
 	var raw rawFile
 	// Structural mistakes (an unknown attribute) do not stop the semantic
 	// checks: gohcl decodes what it can, and the operator gets every problem
@@ -366,6 +384,7 @@ func (p *Parser) Parse(src []byte, filename string) (*Config, hcl.Diagnostics) {
 func Load(filename string) (*Config, hcl.Diagnostics) { return NewParser().LoadFile(filename) }
 
 type decoder struct {
+	catalog   *Catalog
 	dir       string
 	pluginDir string // Host.PluginDir, once the host block is decoded
 	diags     hcl.Diagnostics
@@ -429,7 +448,17 @@ func (d *decoder) decode(raw *rawFile) *Config {
 	cfg := &Config{Secrets: plugin.StaticSecrets{}, ranges: map[string]hcl.Range{}, sources: map[string]hcl.Range{}}
 	d.decodeHost(raw.Host, cfg)
 	d.decodeSecrets(raw.Secrets, cfg)
-	d.decodeGrants(raw.Grants, cfg)
+	if len(raw.Grants) > 1 {
+		// One mistake, one error: the grants of every block are used for
+		// the rest of the checks, so that the tools they cover do not each
+		// report a capability as not granted.
+		for _, g := range raw.Grants[1:] {
+			d.errorf(g.DefRange, "Duplicate grants block", "Give every grant in one grants block; the first is at %s.", raw.Grants[0].DefRange)
+		}
+	}
+	for _, g := range raw.Grants {
+		d.decodeGrants(g, cfg)
+	}
 	d.decodeRegistries(raw, cfg)
 	// A duplicate block is still checked, so that the mistakes inside it
 	// are reported in the same pass as the duplication; it is then dropped.
@@ -602,15 +631,15 @@ func (d *decoder) decodeGrants(g *rawGrants, cfg *Config) {
 		}
 		cfg.Grants.Mounts = append(cfg.Grants.Mounts, plugin.Mount{HostPath: resolve(p), ReadOnly: m.ReadOnly != nil && *m.ReadOnly})
 	}
-	cfg.Grants.Hosts = d.hostRules(g.Hosts, g.HostsRange)
+	cfg.Grants.Hosts = append(cfg.Grants.Hosts, d.hostRules(g.Hosts, g.HostsRange)...)
 	for _, s := range g.Secrets {
 		if _, ok := cfg.Secrets[s]; !ok {
 			d.errorf(g.SecretsRange, "Unknown secret", "The grant names the secret %q, but no secret %q block says where its value comes from.", s, s)
 		}
 	}
-	cfg.Grants.Secrets = g.Secrets
-	cfg.Grants.Invoke = g.Invoke
-	cfg.Grants.Env = g.Env
+	cfg.Grants.Secrets = append(cfg.Grants.Secrets, g.Secrets...)
+	cfg.Grants.Invoke = append(cfg.Grants.Invoke, g.Invoke...)
+	cfg.Grants.Env = append(cfg.Grants.Env, g.Env...)
 	for _, c := range g.Capabilities {
 		switch c {
 		case capSubprocess:
@@ -683,6 +712,7 @@ func (d *decoder) decodeTool(t *rawTool, cfg *Config) (plugin.Spec, bool) {
 		}
 		spec.Source = d.wasmSource(t.Wasm[0])
 		w := t.Wasm[0]
+		d.checkWasmBuiltin(t, w, spec.Source)
 		d.shipped(cfg, t, "wasm", w.ToolRef, w.ToolRefRange, w.Manifest, w.ManifestRange, w.Path != nil)
 		if spec.Source.Export != "" && len(spec.InputSchema) == 0 {
 			d.errorf(t.Wasm[0].DefRange, "Raw export without a schema", "The tool %q calls the plain export %q, which cannot describe itself: declare input_schema (and output_schema if it returns JSON) in the tool block.", t.Name, spec.Source.Export)
@@ -693,6 +723,10 @@ func (d *decoder) decodeTool(t *rawTool, cfg *Config) (plugin.Spec, bool) {
 		}
 		spec.Source = d.subprocessSource(t.Subprocess[0])
 		s := t.Subprocess[0]
+		if d.catalog != nil && spec.Source.Builtin != "" && !slices.Contains(d.catalog.Subprocess, spec.Source.Builtin) {
+			d.errorf(s.BuiltinRange, "Unknown built-in tool", "There is no built-in subprocess tool %q.%s The built-in subprocess tools are %s.", spec.Source.Builtin,
+				didYouMean(spec.Source.Builtin, d.catalog.Subprocess), quoteList(d.catalog.Subprocess))
+		}
 		d.shipped(cfg, t, "subprocess", s.ToolRef, s.ToolRefRange, s.Manifest, s.ManifestRange, s.Path != nil)
 		spec.Capabilities.Subprocess = true
 		spec.Capabilities.Env = t.Subprocess[0].Env
@@ -856,6 +890,54 @@ func (d *decoder) wasmSource(w *rawWasm) plugin.Source {
 		}
 	}
 	return src
+}
+
+// checkWasmBuiltin reports a built-in plugin, or a tool of one, that does
+// not exist, at its attribute.
+func (d *decoder) checkWasmBuiltin(t *rawTool, w *rawWasm, src plugin.Source) {
+	if d.catalog == nil || src.Builtin == "" {
+		return
+	}
+	tools, ok := d.catalog.Wasm[src.Builtin]
+	if !ok {
+		names := slices.Sorted(maps.Keys(d.catalog.Wasm))
+		d.errorf(w.BuiltinRange, "Unknown built-in plugin", "There is no built-in plugin %q.%s The built-in plugins are %s.", src.Builtin,
+			didYouMean(src.Builtin, names), quoteList(names))
+		return
+	}
+	if src.Export != "" {
+		return // raw mode names an export, not a tool
+	}
+	tool, rng := src.Tool, w.ToolRange
+	if tool == "" {
+		tool, rng = t.Name, w.DefRange // the tool's name is the block's
+	}
+	if !slices.Contains(tools, tool) {
+		d.errorf(rng, "Unknown tool", "The built-in plugin %q has no tool %q.%s It offers %s.", src.Builtin, tool,
+			didYouMean(tool, tools), quoteList(tools))
+	}
+}
+
+// didYouMean is " Did you mean X?" for the candidates close to name, or
+// nothing.
+func didYouMean(name string, candidates []string) string {
+	s := plugin.Suggest(name, candidates)
+	if len(s) == 0 {
+		return ""
+	}
+	return " Did you mean " + strconv.Quote(s[0]) + "?" // the closest
+}
+
+// quoteList is "a", "b" and "c".
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	if len(q) > 1 {
+		return strings.Join(q[:len(q)-1], ", ") + " and " + q[len(q)-1]
+	}
+	return strings.Join(q, "")
 }
 
 // refOnly reports a source block that names its artifact twice: by

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/hcl/v2"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/plugin/config"
 )
@@ -31,7 +32,7 @@ func TestDiagnosticsGolden(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			p := config.NewParser()
+			p := config.NewParser().WithCatalog(testCatalog)
 			cfg, diags := p.LoadFile(f)
 			if !diags.HasErrors() {
 				t.Fatalf("expected errors, got none")
@@ -59,6 +60,17 @@ func TestDiagnosticsGolden(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testCatalog stands for the built-ins of the host binary (extism/builtin
+// and subprocess list the real ones, checked by their own tests).
+var testCatalog = &config.Catalog{
+	Wasm: map[string][]string{
+		"filesystem": {"filesystem.read", "filesystem.list", "filesystem.search", "filesystem.write", "filesystem.edit", "filesystem.delete"},
+		"web":        {"web.fetch", "http.request", "web.search"},
+		"kb":         {"kb.learn"},
+	},
+	Subprocess: []string{"shell.exec", "bash.read-only"},
 }
 
 // Every diagnostic names a file, a line and a column.
@@ -257,5 +269,54 @@ func TestSubprocessUser(t *testing.T) {
 		if !diags.HasErrors() || diags[0].Subject == nil || diags[0].Subject.Start.Line != 2 || !strings.Contains(diags[0].Detail, "subprocess_user") {
 			t.Errorf("%q: %v, want an error at line 2", bad, diags)
 		}
+	}
+}
+
+// TestGitExampleMerge: the merge examples/plugins/git/README.md shows —
+// its two tool blocks added to the repository's config.hcl, and the
+// capability added to the grants block there — validates; appending the
+// whole snippet instead gives one error, the second grants block, not one
+// per tool it would have granted.
+func TestGitExampleMerge(t *testing.T) {
+	base, err := os.ReadFile("../../config.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snippet, err := os.ReadFile("../../examples/plugins/git/plugin.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../../examples/plugins/git/README.md")
+	if err != nil || !strings.Contains(string(readme), `capabilities = ["tool.exec.subprocess"]`) {
+		t.Fatalf("the README no longer shows the merge this test checks: %v", err)
+	}
+	dir := t.TempDir()
+	for _, d := range []string{"workspace/kb", "bin"} {
+		os.MkdirAll(filepath.Join(dir, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(dir, "bin", "git-plugin"), []byte("binary"), 0o755)
+	pinned := strings.ReplaceAll(string(snippet), `"<output of: sha256sum bin/git-plugin>"`, `"`+strings.Repeat("ab", 32)+`"`)
+	tools := pinned[strings.Index(pinned, "tool \""):]
+	grants := "grants {\n"
+	if !strings.Contains(string(base), grants) {
+		t.Fatal("config.hcl has no grants block")
+	}
+	merged := strings.Replace(string(base), grants, grants+"  capabilities = [\"tool.exec.subprocess\"]\n", 1) + "\n" + tools
+	check := func(src string) hcl.Diagnostics {
+		file := filepath.Join(dir, "config.hcl")
+		os.WriteFile(file, []byte(src), 0o644)
+		_, diags := config.NewParser().WithCatalog(testCatalog).LoadFile(file)
+		return diags
+	}
+	if diags := check(merged); diags.HasErrors() {
+		t.Fatalf("the README's merge: %v", diags)
+	}
+	diags := check(string(base) + "\n" + pinned)
+	var errs []string
+	for _, d := range diags.Errs() {
+		errs = append(errs, d.Error())
+	}
+	if len(errs) != 1 || !strings.Contains(errs[0], "Duplicate grants block") {
+		t.Fatalf("appending the snippet: %d errors, want one duplicate grants block:\n%s", len(errs), strings.Join(errs, "\n"))
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 type rawFile struct {
 	Host       *rawHost       `hcl:"host,block"`
-	Grants     *rawGrants     `hcl:"grants,block"`
+	Grants     []*rawGrants   `hcl:"grants,block"`
 	Secrets    []*rawSecret   `hcl:"secret,block"`
 	Tools      []*rawTool     `hcl:"tool,block"`
 	MCPServers []*rawMCP      `hcl:"mcp_server,block"`
@@ -72,6 +72,7 @@ type rawGrants struct {
 	HostsRange        hcl.Range `hcl:"hosts,attr_value_range"`
 	SecretsRange      hcl.Range `hcl:"secrets,attr_value_range"`
 	CapabilitiesRange hcl.Range `hcl:"capabilities,attr_value_range"`
+	DefRange          hcl.Range `hcl:",def_range"`
 }
 
 type rawGrantMount struct {
@@ -133,6 +134,8 @@ type rawWasm struct {
 	ManifestRange hcl.Range `hcl:"manifest,attr_value_range"`
 	PathRange     hcl.Range `hcl:"path,attr_value_range"`
 	SHA256Range   hcl.Range `hcl:"sha256,attr_value_range"`
+	BuiltinRange  hcl.Range `hcl:"builtin,attr_value_range"`
+	ToolRange     hcl.Range `hcl:"tool,attr_value_range"`
 	DefRange      hcl.Range `hcl:",def_range"`
 }
 
@@ -150,6 +153,7 @@ type rawSubproc struct {
 	ManifestRange hcl.Range `hcl:"manifest,attr_value_range"`
 	PathRange     hcl.Range `hcl:"path,attr_value_range"`
 	SHA256Range   hcl.Range `hcl:"sha256,attr_value_range"`
+	BuiltinRange  hcl.Range `hcl:"builtin,attr_value_range"`
 	EnvRange      hcl.Range `hcl:"env,attr_value_range"`
 	DefRange      hcl.Range `hcl:",def_range"`
 }
