@@ -54,8 +54,8 @@ type instance struct {
 	httpCount int
 	// extismHTTP is the last response of Extism's own http_request.
 	extismHTTP extismHTTPState
-	invokes   int
-	logs      atomic.Int64
+	invokes    int
+	logs       atomic.Int64
 
 	mu       sync.Mutex
 	abortErr *plugin.Error

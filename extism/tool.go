@@ -608,7 +608,6 @@ func (t *wasmTool) outcome(ctx, cctx context.Context, inst *instance, req *plugi
 	return out, fromStdout, nil
 }
 
-
 func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		return s[:i]
