@@ -28,7 +28,16 @@ func (a *app) callCommand() *cobra.Command {
 			"it by calling again with --answer ID=VALUE (VALUE is JSON, or else a string).\n\n" +
 			"Exit status: 0 success, 1 the tool failed (the error code is printed),\n" +
 			"2 usage or configuration error, 3 the tool needs input.",
-		Args: cobra.RangeArgs(1, 2),
+		Example: "  host call filesystem.list '{\"path\":\".\"}'\n" +
+			"  host call filesystem.search @args.json\n" +
+			"  echo '{\"path\":\"notes.md\"}' | host call filesystem.read -\n" +
+			"  host tools    # the tools there are, with their arguments",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 || len(args) > 2 {
+				return fmt.Errorf("host call needs a tool name and, optionally, its arguments (%d given)\n\nUsage: %s\n\nExamples:\n%s", len(args), cmd.UseLine(), cmd.Example)
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			raw := ""
 			if len(args) == 2 {

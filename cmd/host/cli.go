@@ -84,10 +84,12 @@ func (a *app) rootCommand() *cobra.Command {
 			"behind one interface, configured in HCL (config.hcl).",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       toolhost.Version,
 		PersistentPreRunE: func(*cobra.Command, []string) error {
 			return checkLogLevel(a.g.logLevel)
 		},
 	}
+	root.SetVersionTemplate("toolhost {{.Version}}\n") // as `host version` prints it
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.g.config, "config", "config.hcl", "configuration file")
 	pf.StringVar(&a.g.logLevel, "log-level", "", "log level: trace, debug, info, warn, error, off (default: the config's log_level)")

@@ -110,6 +110,8 @@ func TestCLIGolden(t *testing.T) {
 		{"validate_errors", "", []string{"validate", "--config=../../plugin/config/testdata/errors/sources.hcl"}, 2},
 		{"validate_missing", "", []string{"validate", "--config=testdata/nope.hcl"}, 2},
 		{"unknown_command", "", []string{"frobnicate"}, 2},
+		{"call_no_arguments", "", []string{"call", cfg}, 2},
+		{"version_flag", "", []string{"--version"}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
