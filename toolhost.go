@@ -197,6 +197,11 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 	var loadDiags hcl.Diagnostics
 	for _, spec := range specs(cfg) {
 		if spec.Disabled {
+			where := ""
+			if r, ok := cfg.Range(configName(spec)); ok {
+				where = fmt.Sprintf("%s:%d", r.Filename, r.Start.Line)
+			}
+			ph.NoteDisabled(spec.Name, where)
 			continue
 		}
 		if _, ok := byKind[spec.Source.Kind]; !ok {

@@ -65,6 +65,9 @@ type Host struct {
 	wire   map[string]string // WireName → name
 	order  []string
 	closed bool
+	// disabled maps tools configured but switched off to where that was
+	// said, so that a call names the reason instead of "unknown tool".
+	disabled map[string]string
 }
 
 // entry is one registered tool with its resolved policy.
@@ -319,6 +322,17 @@ func (h *Host) Tool(name string) (ToolInfo, bool) {
 	return e.info(), true
 }
 
+// Find returns one registered tool's listing, or the TOOL_NOT_FOUND error a
+// call by that name would get (naming a disabled tool, suggesting close
+// names).
+func (h *Host) Find(name string) (ToolInfo, error) {
+	e, err := h.lookup(name)
+	if err != nil {
+		return ToolInfo{}, err
+	}
+	return e.info(), nil
+}
+
 func (e *entry) info() ToolInfo {
 	ti := ToolInfo{
 		Descriptor: e.desc, Tier: e.spec.Tier, Approval: e.spec.Approval, Kind: e.spec.Source.Kind,
@@ -385,11 +399,33 @@ func (h *Host) lookup(name string) (*entry, error) {
 	if ok {
 		return e, nil
 	}
+	h.mu.RLock()
+	where, off := h.disabled[name]
+	h.mu.RUnlock()
+	if off {
+		msg := fmt.Sprintf("tool %q is disabled", name)
+		if where != "" {
+			msg += " (enabled = false at " + where + ")"
+		}
+		return nil, &Error{Code: CodeToolNotFound, Tool: name, Message: msg}
+	}
 	msg := fmt.Sprintf("unknown tool %q", name)
 	if s := h.suggest(name); len(s) > 0 {
 		msg += "; did you mean " + strings.Join(quoteAll(s), " or ") + "?"
 	}
 	return nil, &Error{Code: CodeToolNotFound, Tool: name, Message: msg}
+}
+
+// NoteDisabled records that a tool is configured but disabled, and where
+// (for example "config.hcl:12,1"), so that calling it says so rather than
+// "unknown tool". The tool stays unregistered.
+func (h *Host) NoteDisabled(name, where string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.disabled == nil {
+		h.disabled = map[string]string{}
+	}
+	h.disabled[name] = where
 }
 
 // suggest returns up to three registered names close to name.

@@ -33,6 +33,14 @@ func TestInvokeLookup(t *testing.T) {
 		{"substring", "dir", []string{`did you mean "list_dir"`}, nil},
 		{"nothing close", "launch_missiles", []string{`unknown tool "launch_missiles"`}, []string{"did you mean"}},
 		{"empty", "", []string{`unknown tool ""`}, nil},
+		{"disabled", "old_tool", []string{`tool "old_tool" is disabled (enabled = false at config.hcl:7)`}, []string{"unknown"}},
+	}
+	h.NoteDisabled("old_tool", "config.hcl:7")
+	if _, err := h.Find("old_tool"); err == nil || !strings.Contains(err.Error(), "is disabled") {
+		t.Errorf("Find(old_tool) = %v, want the disabled error", err)
+	}
+	if ti, err := h.Find("read_file"); err != nil || ti.Descriptor.Name != "read_file" {
+		t.Errorf("Find(read_file) = %+v, %v", ti, err)
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

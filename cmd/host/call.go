@@ -27,14 +27,15 @@ func (a *app) callCommand() *cobra.Command {
 			"on the terminal; --yes approves in advance. When a tool asks a question, answer\n" +
 			"it by calling again with --answer ID=VALUE (VALUE is JSON, or else a string).\n\n" +
 			"Exit status: 0 success, 1 the tool failed (the error code is printed),\n" +
-			"2 usage or configuration error, 3 the tool needs input.",
-		Example: "  host call filesystem.list '{\"path\":\".\"}'\n" +
-			"  host call filesystem.search @args.json\n" +
-			"  echo '{\"path\":\"notes.md\"}' | host call filesystem.read -\n" +
-			"  host tools    # the tools there are, with their arguments",
+			"2 usage or configuration error (an unknown or disabled tool, arguments that\n" +
+			"are not JSON or do not match the tool's schema), 3 the tool needs input.",
+		Example: strings.ReplaceAll("  host call filesystem.list '{\"path\":\".\"}'\n"+
+			"  host call filesystem.search @args.json    # args.json: {\"pattern\": \"TODO\", \"name\": \"*.go\"}\n"+
+			"  echo '{\"path\":\"notes.md\"}' | host call filesystem.read -\n"+
+			"  host call filesystem.search --help    # a tool's description and arguments", "host ", a.cmdName()+" "),
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 || len(args) > 2 {
-				return fmt.Errorf("host call needs a tool name and, optionally, its arguments (%d given)\n\nUsage: %s\n\nExamples:\n%s", len(args), cmd.UseLine(), cmd.Example)
+				return fmt.Errorf("%s call needs a tool name and, optionally, its arguments (%d given)\n\nUsage: %s\n\nExamples:\n%s", a.cmdName(), len(args), cmd.UseLine(), cmd.Example)
 			}
 			return nil
 		},
@@ -65,10 +66,56 @@ func (a *app) callCommand() *cobra.Command {
 			return a.printResult(res, callErr, asJSON)
 		},
 	}
+	generic := cmd.HelpFunc()
+	cmd.SetHelpFunc(func(c *cobra.Command, args []string) {
+		// host call TOOL --help: the tool's own description and arguments
+		// first, then the command's help.
+		if rest := c.Flags().Args(); len(rest) > 0 && c.Name() == "call" {
+			a.toolHelp(c, rest[0])
+		}
+		generic(c, args)
+	})
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "approve the call in advance (privileged tools)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the whole result as JSON")
 	cmd.Flags().StringArrayVar(&answers, "answer", nil, "answer a tool's question: ID=VALUE (repeatable)")
 	return cmd
+}
+
+// toolHelp prints one tool's description and argument schema, or why it
+// cannot (the configuration does not load, the tool is not there).
+func (a *app) toolHelp(c *cobra.Command, name string) {
+	h, err := a.open(c.Context(), nil)
+	if err != nil {
+		fmt.Fprintf(a.stdout, "(cannot describe %q: %v)\n\n", name, err)
+		return
+	}
+	defer h.Close()
+	if real, ok := h.ResolveWireName(name); ok {
+		name = real
+	}
+	t, err := h.Find(name)
+	if err != nil {
+		fmt.Fprintf(a.stdout, "%s\n\n", strings.TrimPrefix(err.Error(), string(plugin.CodeToolNotFound)+": "))
+		return
+	}
+	d := t.Descriptor
+	fmt.Fprintf(a.stdout, "%s (%s, %s)", d.Name, t.Tier, t.Kind)
+	if !t.Available {
+		fmt.Fprintf(a.stdout, " unavailable: %s", t.Unavailable)
+	}
+	fmt.Fprintln(a.stdout)
+	if d.Description != "" {
+		fmt.Fprintf(a.stdout, "\n%s\n", strings.TrimRight(d.Description, "\n"))
+	}
+	if len(d.InputSchema) > 0 {
+		fmt.Fprintln(a.stdout, "\nArguments (JSON Schema):")
+		var v any
+		if json.Unmarshal(d.InputSchema, &v) == nil {
+			b, _ := json.MarshalIndent(v, "  ", "  ")
+			fmt.Fprintf(a.stdout, "  %s\n", b)
+		}
+	}
+	fmt.Fprintln(a.stdout)
 }
 
 // readArguments returns the call's arguments from an inline string,
@@ -149,6 +196,11 @@ func (a *app) printResult(res *plugin.Result, callErr error, asJSON bool) error 
 	case callErr != nil:
 		if !asJSON {
 			fmt.Fprintf(a.stderr, "Error [%s]: %s\n", res.Code, strings.TrimPrefix(res.TextContent(), string(res.Code)+": "))
+		}
+		if res.Code == plugin.CodeToolNotFound || res.Code == plugin.CodeInvalidRequest {
+			// The call was refused before the tool ran: the command line
+			// named a tool that is not there or gave arguments it cannot take.
+			return &exitError{exitUsage}
 		}
 		return &exitError{exitToolError}
 	case res.NeedsInput != nil:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -16,6 +17,9 @@ import (
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/plugin"
 )
+
+// defaultConfig is the configuration read without --config.
+const defaultConfig = "config.hcl"
 
 // Exit codes of the host command.
 const (
@@ -40,6 +44,10 @@ type globals struct {
 
 // app holds what a command run needs: its streams and flags.
 type app struct {
+	// name is the command's name in usage lines and examples: the name of
+	// the executable ("host" from go build ./cmd/host, "toolhost" where it
+	// is installed under that name).
+	name   string
 	g      globals
 	stdin  io.Reader
 	stdout io.Writer
@@ -53,8 +61,8 @@ type app struct {
 }
 
 // run is the whole CLI; main only supplies the process's streams.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return (&app{stdin: stdin, stdout: stdout, stderr: stderr}).run(ctx, args)
+func run(ctx context.Context, name string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return (&app{name: name, stdin: stdin, stdout: stdout, stderr: stderr}).run(ctx, args)
 }
 
 func (a *app) run(ctx context.Context, args []string) int {
@@ -76,9 +84,17 @@ func (a *app) run(ctx context.Context, args []string) int {
 	return exitUsage
 }
 
+// cmdName returns the command's name for usage lines.
+func (a *app) cmdName() string {
+	if a.name == "" {
+		return "host"
+	}
+	return a.name
+}
+
 func (a *app) rootCommand() *cobra.Command {
 	root := &cobra.Command{
-		Use:   "host",
+		Use:   a.cmdName(),
 		Short: "Run the tools LLM agents call, inside sandboxes",
 		Long: "toolhost runs tools (read a file, run a command, fetch a page) inside sandboxes,\n" +
 			"behind one interface, configured in HCL (config.hcl).",
@@ -91,7 +107,7 @@ func (a *app) rootCommand() *cobra.Command {
 	}
 	root.SetVersionTemplate("toolhost {{.Version}}\n") // as `host version` prints it
 	pf := root.PersistentFlags()
-	pf.StringVar(&a.g.config, "config", "config.hcl", "configuration file")
+	pf.StringVar(&a.g.config, "config", defaultConfig, "configuration file")
 	pf.StringVar(&a.g.logLevel, "log-level", "", "log level: trace, debug, info, warn, error, off (default: the config's log_level)")
 	pf.BoolVar(&a.g.logJSON, "log-json", false, "log as JSON lines")
 	pf.BoolVar(&a.g.noColor, "no-color", false, "do not color diagnostics")
@@ -144,6 +160,10 @@ func (a *app) open(ctx context.Context, approver plugin.Approver) (*toolhost.Hos
 		var ce *toolhost.ConfigError
 		if errors.As(err, &ce) {
 			ce.Write(a.stderr, 100, a.color())
+			if _, err := os.Stat(a.g.config); errors.Is(err, fs.ErrNotExist) && a.g.config == defaultConfig {
+				wd, _ := os.Getwd()
+				fmt.Fprintf(a.stderr, "There is no %s in %s: name the configuration with --config FILE,\nor run from the directory that holds it.\n", a.g.config, wd)
+			}
 			return nil, &exitError{exitUsage}
 		}
 		return nil, err

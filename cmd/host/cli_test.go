@@ -94,12 +94,12 @@ func TestCLIGolden(t *testing.T) {
 		{"call_stdin", `{"text":"from stdin"}`, []string{"call", cfg, "echo", "-"}, 0},
 		{"call_file", "", []string{"call", cfg, "echo", "@testdata/args.json"}, 0},
 		{"call_json", "", []string{"call", cfg, "--json", "echo", `{"text":"hi"}`}, 0},
-		{"call_missing_field", "", []string{"call", cfg, "echo", `{}`}, 1},
-		{"call_wrong_type", "", []string{"call", cfg, "echo", `{"text":5}`}, 1},
-		{"call_extra_field", "", []string{"call", cfg, "echo", `{"text":"a","loud":true}`}, 1},
-		{"call_malformed", "", []string{"call", cfg, "echo", `{"text":`}, 1},
-		{"call_not_object", "", []string{"call", cfg, "echo", `["text"]`}, 1},
-		{"call_unknown", "", []string{"call", cfg, "ecko", `{}`}, 1},
+		{"call_missing_field", "", []string{"call", cfg, "echo", `{}`}, 2},
+		{"call_wrong_type", "", []string{"call", cfg, "echo", `{"text":5}`}, 2},
+		{"call_extra_field", "", []string{"call", cfg, "echo", `{"text":"a","loud":true}`}, 2},
+		{"call_malformed", "", []string{"call", cfg, "echo", `{"text":`}, 2},
+		{"call_not_object", "", []string{"call", cfg, "echo", `["text"]`}, 2},
+		{"call_unknown", "", []string{"call", cfg, "ecko", `{}`}, 2},
 		{"call_wire_name", "", []string{"call", cfg, "--yes", "danger_zone"}, 0},
 		{"call_needs_approval", "", []string{"call", cfg, "danger.zone", "-"}, 1},
 		{"call_approved", "", []string{"call", cfg, "--yes", "danger.zone"}, 0},
@@ -112,6 +112,9 @@ func TestCLIGolden(t *testing.T) {
 		{"unknown_command", "", []string{"frobnicate"}, 2},
 		{"call_no_arguments", "", []string{"call", cfg}, 2},
 		{"version_flag", "", []string{"--version"}, 0},
+		{"call_disabled", "", []string{"call", cfg, "retired", `{"text":"hi"}`}, 2},
+		{"call_tool_help", "", []string{"call", cfg, "echo", "--help"}, 0},
+		{"call_unknown_tool_help", "", []string{"call", cfg, "ecko", "--help"}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -124,7 +124,8 @@ func TestConfigFlagDefault(t *testing.T) {
 	t.Chdir(dir)
 
 	r := runCLI(t, "", "validate")
-	if r.code != exitUsage || !strings.Contains(r.stderr, "Reading config.hcl: open config.hcl: no such file") {
+	if r.code != exitUsage || !strings.Contains(r.stderr, "Reading config.hcl: open config.hcl: no such file") ||
+		!strings.Contains(r.stderr, "There is no config.hcl in "+dir+": name the configuration with --config FILE") {
 		t.Errorf("validate with no ./config.hcl: exit %d, stderr %q", r.code, r.stderr)
 	}
 

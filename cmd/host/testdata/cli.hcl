@@ -28,3 +28,11 @@ tool "big" {
     preview = "1KiB"
   }
 }
+
+tool "retired" {
+  description = "An old tool, switched off."
+  enabled     = false
+  go {
+    tool = "echo"
+  }
+}
