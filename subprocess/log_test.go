@@ -167,3 +167,34 @@ func TestPluginOutputLogged(t *testing.T) {
 	a.Close()
 	assertNoneLeft(t, mark, 2*time.Second)
 }
+
+// TestNormalStopIsNotAnError: a plugin the host stops (adapter closed after
+// a successful call) is not logged as an error; a plugin that dies on its
+// own still is.
+func TestNormalStopIsNotAnError(t *testing.T) {
+	a, logs := newLoggedAdapter(t, hclog.Debug)
+	mark := newMark(t)
+	s := testSpec(testPluginSum(), "print", "serve", mark)
+	s.Name = "printer"
+	tool := load(t, a, s)
+	if _, err := call(t, tool, `{"text":"hello"}`, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	assertNoneLeft(t, mark, 2*time.Second)
+	var exited map[string]any
+	deadline := time.Now().Add(5 * time.Second)
+	for exited == nil && time.Now().Before(deadline) {
+		if exited = logs.find(t, "plugin process exited", nil); exited == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if exited == nil {
+		t.Fatalf("go-plugin never logged the exit:\n%s", logs.String())
+	}
+	for _, e := range logs.entries(t) {
+		if e["@level"] == "error" {
+			t.Errorf("normal stop logged an error: %v", e)
+		}
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-plugin/runner"
@@ -27,6 +29,11 @@ type procRunner struct {
 	grace  time.Duration
 	pid    int
 	g      *group
+
+	// stopping is set once the host decided to stop the tree (shutdown,
+	// idle, timeout, limit): the exit that follows is the host's doing and
+	// not the plugin's failure.
+	stopping atomic.Bool
 
 	waited chan struct{}
 	mu     sync.Mutex
@@ -50,14 +57,33 @@ func (r *procRunner) Start(context.Context) error {
 	return r.w.launch(r.cfg)
 }
 
-// Wait waits for the plugin process and records how it ended.
+// Wait waits for the plugin process and records how it ended. An exit the
+// host caused (SIGTERM or SIGKILL after it decided to stop the tree) is a
+// normal end: go-plugin logs a non-nil error here at error level.
 func (r *procRunner) Wait(context.Context) error {
 	err := r.cmd.Wait()
 	r.mu.Lock()
 	r.state = r.cmd.ProcessState
 	r.mu.Unlock()
 	close(r.waited)
+	if err != nil && r.stopping.Load() && killedByHost(r.cmd.ProcessState) {
+		return nil
+	}
 	return err
+}
+
+// killedByHost reports whether a process ended the way the host's stop
+// ends it: by SIGTERM or SIGKILL, or exiting 128+SIGTERM/SIGKILL as a
+// PID namespace's init reports a child killed so.
+func killedByHost(st *os.ProcessState) bool {
+	if st == nil {
+		return false
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return ws.Signal() == syscall.SIGTERM || ws.Signal() == syscall.SIGKILL
+	}
+	code := st.ExitCode()
+	return code == 128+int(syscall.SIGTERM) || code == 128+int(syscall.SIGKILL)
 }
 
 // Kill stops the whole tree: SIGTERM, grace period, SIGKILL to the group
@@ -66,6 +92,7 @@ func (r *procRunner) Kill(ctx context.Context) error {
 	if r.pid == 0 {
 		return nil
 	}
+	r.stopping.Store(true)
 	ctx, cancel := context.WithTimeout(ctx, r.grace+5*time.Second)
 	defer cancel()
 	return killTree(ctx, r.g, r.grace)

@@ -508,6 +508,7 @@ func (p *proc) kill(reason *plugin.Error) {
 // removes the scratch directory. Concurrent callers wait for the first.
 func (p *proc) stop(grace time.Duration) {
 	p.stopping.Store(true)
+	p.runner.stopping.Store(true)
 	p.stopOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), grace+10*time.Second)
 		defer cancel()
