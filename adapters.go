@@ -15,28 +15,29 @@ import (
 // builtinAdapter builds one adapter kind from the configuration.
 type builtinAdapter struct {
 	kind  string
-	build func(cfg *config.Config, log hclog.Logger) (plugin.Adapter, error)
+	build func(cfg *config.Config, log hclog.Logger, opts *Options) (plugin.Adapter, error)
 }
 
 // builtinAdapters lists the adapters this build of toolhost has, in load
 // order. Only the kinds a configuration uses are built.
 func builtinAdapters() []builtinAdapter {
 	return []builtinAdapter{
-		{kind: extism.Kind, build: func(cfg *config.Config, log hclog.Logger) (plugin.Adapter, error) {
+		{kind: extism.Kind, build: func(cfg *config.Config, log hclog.Logger, opts *Options) (plugin.Adapter, error) {
 			return extism.New(extism.Config{
-				CacheDir: filepath.Join(cfg.Host.CacheDir, "wasm"),
-				Logger:   log,
-				Builtins: builtin.LookupTool,
+				CacheDir:  filepath.Join(cfg.Host.CacheDir, "wasm"),
+				Logger:    log,
+				Builtins:  builtin.LookupTool,
+				OnCompile: opts.OnCompile,
 			})
 		}},
-		{kind: subprocess.Kind, build: func(cfg *config.Config, log hclog.Logger) (plugin.Adapter, error) {
+		{kind: subprocess.Kind, build: func(cfg *config.Config, log hclog.Logger, opts *Options) (plugin.Adapter, error) {
 			sc := subprocess.Config{Logger: log, PluginDir: cfg.Host.PluginDir, InstalledDir: cfg.RegistryCache().Dir}
 			if u := cfg.Host.SubprocessUser; u != nil {
 				sc.RunAs = &subprocess.Identity{UID: u[0], GID: u[1]}
 			}
 			return subprocess.New(sc)
 		}},
-		{kind: mcp.Kind, build: func(cfg *config.Config, log hclog.Logger) (plugin.Adapter, error) {
+		{kind: mcp.Kind, build: func(cfg *config.Config, log hclog.Logger, opts *Options) (plugin.Adapter, error) {
 			return mcp.NewAdapter(mcp.AdapterOptions{Logger: log, Secrets: cfg.Secrets, Version: Version}), nil
 		}},
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
+	"github.com/toolhost/toolhost/extism"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/plugin/config"
 	"github.com/toolhost/toolhost/plugin/registry"
@@ -50,6 +51,9 @@ type Options struct {
 	// Secrets overrides where secret values come from (default: the
 	// config's secret blocks).
 	Secrets plugin.SecretSource
+	// OnCompile hears when a wasm tool's module starts and ends compiling
+	// (seconds on a first run, milliseconds from the cache), for progress.
+	OnCompile func(extism.CompileEvent)
 }
 
 // Host is a plugin.Host loaded from a configuration.
@@ -169,7 +173,7 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 		if !needed[f.kind] {
 			continue
 		}
-		a, err := f.build(cfg, log)
+		a, err := f.build(cfg, log, &opts)
 		if err != nil {
 			return fail(fmt.Errorf("%s adapter: %w", f.kind, err))
 		}

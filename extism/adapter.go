@@ -73,6 +73,26 @@ type Config struct {
 	// guest's initialiser costs ~10 ms per instance; the snapshot costs
 	// ~0.5 s and a larger module at load.
 	DisableSnapshots bool
+	// OnCompile, when set, hears when a tool's module starts compiling and
+	// when it is done, so that a command can show progress: a Go guest
+	// takes seconds to compile the first time, and nothing else tells the
+	// user why they wait. It is called from the compiling goroutine.
+	OnCompile func(CompileEvent)
+}
+
+// CompileEvent reports one tool's compilation (Config.OnCompile).
+type CompileEvent struct {
+	// Tool is the tool's name.
+	Tool string
+	// Done is false when the compilation starts and true when it ends.
+	Done bool
+	// Cached reports that the module was compiled before and is read from
+	// the cache directory, which takes milliseconds rather than seconds.
+	Cached bool
+	// Duration is how long the compilation took (Done only).
+	Duration time.Duration
+	// Err is why it failed (Done only).
+	Err error
 }
 
 // longCall is how long a guest call computes before it needs one of the
@@ -90,20 +110,21 @@ func longCallLanes(n int) int {
 
 // Adapter loads wasm tools. It is safe for concurrent use.
 type Adapter struct {
-	log      hclog.Logger
-	cache    wazero.CompilationCache
-	builtins func(plugin, tool string) ([]byte, bool)
-	xforms   []Transform
-	lookup   LookupFunc
-	tmpBase  string
-	tmps     tmpDirs    // per-call /tmp directories, recycled while untouched
-	fuel     bool       // the fuel limit applies (modules are always metered)
-	lanes    *fuel.Gate // shared by every call's meter
-	snap     bool       // pre-initialise modules (snapshot.go)
-	snapSeed []byte     // per-host secret the snapshots' random state is derived from
-	mem      memPool    // guest memories of closed instances, cleared, for reuse
-	modDir   string     // transformed modules, under the cache directory
-	lists    listings
+	log       hclog.Logger
+	cache     wazero.CompilationCache
+	builtins  func(plugin, tool string) ([]byte, bool)
+	xforms    []Transform
+	lookup    LookupFunc
+	tmpBase   string
+	tmps      tmpDirs    // per-call /tmp directories, recycled while untouched
+	fuel      bool       // the fuel limit applies (modules are always metered)
+	lanes     *fuel.Gate // shared by every call's meter
+	snap      bool       // pre-initialise modules (snapshot.go)
+	snapSeed  []byte     // per-host secret the snapshots' random state is derived from
+	mem       memPool    // guest memories of closed instances, cleared, for reuse
+	modDir    string     // transformed modules, under the cache directory
+	onCompile func(CompileEvent)
+	lists     listings
 
 	// scanned remembers the digest and scan of built-in modules, which
 	// several tools share: hashing a Go guest costs milliseconds, paid
@@ -126,15 +147,16 @@ var _ plugin.Adapter = (*Adapter)(nil)
 // New returns an Adapter. It creates the cache directory if needed.
 func New(cfg Config) (*Adapter, error) {
 	a := &Adapter{
-		log:      cfg.Logger,
-		builtins: cfg.Builtins,
-		xforms:   append([]Transform(nil), cfg.Transforms...),
-		lookup:   cfg.Lookup,
-		tmpBase:  cfg.TempDir,
-		tmps:     tmpDirs{base: cfg.TempDir},
-		fuel:     !cfg.DisableFuel,
-		lanes:    fuel.NewGate(longCallLanes(cfg.LongCallLanes), longCall),
-		snap:     !cfg.DisableSnapshots,
+		log:       cfg.Logger,
+		onCompile: cfg.OnCompile,
+		builtins:  cfg.Builtins,
+		xforms:    append([]Transform(nil), cfg.Transforms...),
+		lookup:    cfg.Lookup,
+		tmpBase:   cfg.TempDir,
+		tmps:      tmpDirs{base: cfg.TempDir},
+		fuel:      !cfg.DisableFuel,
+		lanes:     fuel.NewGate(longCallLanes(cfg.LongCallLanes), longCall),
+		snap:      !cfg.DisableSnapshots,
 	}
 	if a.log == nil {
 		a.log = hclog.NewNullLogger()
@@ -238,9 +260,8 @@ func (a *Adapter) Ready(ctx context.Context) error {
 // instead of rewriting again (wazero's compilation cache is keyed by these
 // bytes).
 func (a *Adapter) transform(raw []byte, info *moduleInfo, key string, snap func([]byte) []byte) ([]byte, error) {
-	var file string
-	if a.modDir != "" {
-		file = filepath.Join(a.modDir, sha256Hex([]byte(key))+".wasm")
+	file := a.transformedFile(key)
+	if file != "" {
 		if b, err := os.ReadFile(file); err == nil {
 			return b, nil
 		}
@@ -285,6 +306,27 @@ func (a *Adapter) transform(raw []byte, info *moduleInfo, key string, snap func(
 		}
 	}
 	return code, nil
+}
+
+// transformedFile is where the module transformed under key is kept, or ""
+// without a cache directory.
+func (a *Adapter) transformedFile(key string) string {
+	if a.modDir == "" {
+		return ""
+	}
+	return filepath.Join(a.modDir, sha256Hex([]byte(key))+".wasm")
+}
+
+// compiledBefore reports whether the module under key was compiled by an
+// earlier start (its transformed bytes and compiled code are kept side by
+// side in the cache directory).
+func (a *Adapter) compiledBefore(key string) bool {
+	file := a.transformedFile(key)
+	if file == "" {
+		return false
+	}
+	_, err := os.Stat(file)
+	return err == nil
 }
 
 func writeFileAtomic(name string, b []byte) error {

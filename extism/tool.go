@@ -136,6 +136,14 @@ func guestToolName(spec *plugin.Spec) string {
 func (t *wasmTool) compile() {
 	defer close(t.done)
 	start := time.Now()
+	if f := t.a.onCompile; f != nil {
+		ev := CompileEvent{Tool: t.spec.Name, Cached: t.a.compiledBefore(t.key)}
+		f(ev)
+		defer func() {
+			ev.Done, ev.Duration, ev.Err = true, time.Since(start), t.compErr
+			f(ev)
+		}()
+	}
 	code, err := t.a.transform(t.code, t.info, t.key, t.preinit())
 	if err != nil {
 		t.code = nil

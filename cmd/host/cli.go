@@ -150,12 +150,21 @@ func (a *app) logger(configLevel string) hclog.Logger {
 // open loads the configured host, printing configuration errors the way
 // Terraform does.
 func (a *app) open(ctx context.Context, approver plugin.Approver) (*toolhost.Host, error) {
+	log := a.logger(peekLogLevel(a.g.config))
+	var tty io.Writer
+	if f, ok := a.stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+		tty = f
+	}
+	progress := newCompileProgress(tty, log)
+	progress.hold() // one report for the modules compiled while loading
 	h, err := toolhost.Open(ctx, toolhost.Options{
 		ConfigFile: a.g.config,
 		Approver:   approver,
 		GoTools:    a.goTools,
-		Logger:     a.logger(peekLogLevel(a.g.config)),
+		Logger:     log,
+		OnCompile:  progress.event,
 	})
+	progress.release()
 	if err != nil {
 		var ce *toolhost.ConfigError
 		if errors.As(err, &ce) {

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/toolhost/toolhost/extism"
+)
+
+// syncBuffer is a bytes.Buffer safe for the redraw goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestCompileProgressTerminal: on a terminal, a status line is redrawn while
+// modules compile and a summary line stays; cached compilations say nothing.
+func TestCompileProgressTerminal(t *testing.T) {
+	var out syncBuffer
+	p := newCompileProgress(&out, hclog.NewNullLogger())
+	p.every = 5 * time.Millisecond
+	p.event(extism.CompileEvent{Tool: "filesystem.read"})
+	p.event(extism.CompileEvent{Tool: "filesystem.list"})
+	time.Sleep(30 * time.Millisecond)
+	p.event(extism.CompileEvent{Tool: "filesystem.read", Done: true})
+	time.Sleep(30 * time.Millisecond)
+	p.event(extism.CompileEvent{Tool: "filesystem.list", Done: true, Err: errors.New("boom")})
+	got := out.String()
+	for _, want := range []string{
+		"Compiling wasm modules (first run only): filesystem.list, 0 done",
+		"Compiling wasm modules (first run only): filesystem.list, 1 done",
+		"Compiled the wasm modules of 2 tools in ",
+		", 1 failed (first run only: later runs read them from cache_dir)\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("terminal output lacks %q:\n%q", want, got)
+		}
+	}
+	time.Sleep(20 * time.Millisecond)
+	if after := out.String(); after != got {
+		t.Errorf("the status line was redrawn after the summary: %q", after[len(got):])
+	}
+
+	// A second run reads every module from the cache: not a word.
+	out.b.Reset()
+	p.event(extism.CompileEvent{Tool: "filesystem.read", Cached: true})
+	p.event(extism.CompileEvent{Tool: "filesystem.read", Cached: true, Done: true})
+	time.Sleep(20 * time.Millisecond)
+	if s := out.String(); s != "" {
+		t.Errorf("cached compilation printed %q", s)
+	}
+}
+
+// TestCompileProgressLog: without a terminal, one info line for the modules
+// compiled one after another while the host loads.
+func TestCompileProgressLog(t *testing.T) {
+	var logs syncBuffer
+	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &logs})
+	p := newCompileProgress(nil, log)
+	p.hold()
+	for _, tool := range []string{"a", "b", "c"} {
+		p.event(extism.CompileEvent{Tool: tool})
+		p.event(extism.CompileEvent{Tool: tool, Done: true, Duration: time.Second})
+	}
+	if got := logs.String(); got != "" {
+		t.Errorf("logged before the load ended: %s", got)
+	}
+	p.release()
+	got := logs.String()
+	if n := strings.Count(got, "\n"); n != 1 || !strings.Contains(got, "[INFO]  compiled wasm modules") || !strings.Contains(got, "tools=3 failed=0") {
+		t.Errorf("want one info line for three compilations, got:\n%s", got)
+	}
+}
