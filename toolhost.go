@@ -66,6 +66,7 @@ type Host struct {
 	Log hclog.Logger
 
 	closers []io.Closer
+	parser  *config.Parser // for diagnostics found after loading
 }
 
 // ConfigError is returned when the configuration has errors. It holds every
@@ -122,7 +123,7 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 		log.Warn(d.Summary, "detail", d.Detail, "at", d.Subject)
 	}
 
-	h := &Host{Config: cfg, Log: log}
+	h := &Host{Config: cfg, Log: log, parser: parser}
 	fail := func(err error) (*Host, error) {
 		h.closeAll()
 		return nil, err

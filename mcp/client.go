@@ -190,6 +190,56 @@ func (a *Adapter) Load(ctx context.Context, spec *plugin.Spec) (plugin.Tool, err
 	return t, nil
 }
 
+// Offer is what a configured MCP server offers, as it listed its tools when
+// the host first reached it.
+type Offer struct {
+	// Reachable is false when the server could not be reached (Reason
+	// says why); Tools is then empty.
+	Reachable bool
+	Reason    string
+	// Tools are the server's tools by name, those the host refused at
+	// ingress included (with Rejected saying why).
+	Tools []OfferedTool
+}
+
+// OfferedTool is one tool a server lists.
+type OfferedTool struct {
+	Name        string
+	Title       string
+	Description string
+	Rejected    string // why the host refuses it; empty when usable
+}
+
+// Offered returns what the named server offers. The server is one whose
+// tools were loaded (it is contacted once, at the first Load); false when no
+// tool of that server was loaded.
+func (a *Adapter) Offered(server string) (Offer, bool) {
+	a.mu.Lock()
+	r, ok := a.remotes[server]
+	a.mu.Unlock()
+	if !ok {
+		return Offer{}, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.manifest == nil {
+		reason := r.reason
+		if reason == "" {
+			reason = "not contacted"
+		}
+		return Offer{Reason: reason}, true
+	}
+	o := Offer{Reachable: true}
+	for name, e := range r.manifest {
+		o.Tools = append(o.Tools, OfferedTool{Name: name, Title: e.tool.Title, Description: e.tool.Description})
+	}
+	for name, why := range r.rejected {
+		o.Tools = append(o.Tools, OfferedTool{Name: name, Rejected: why})
+	}
+	slices.SortFunc(o.Tools, func(x, y OfferedTool) int { return strings.Compare(x.Name, y.Name) })
+	return o, true
+}
+
 // remote is one MCP server: its connection, manifest and health.
 type remote struct {
 	a       *Adapter

@@ -139,3 +139,48 @@ func TestRemoteServerDownAtStart(t *testing.T) {
 		t.Errorf("call with the remote server down: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// host tools --server shows what a remote server offers; validate reports a
+// listed tool the server does not offer at the tools attribute, with a
+// suggestion, while the other commands only warn.
+func TestRemoteServerTools(t *testing.T) {
+	port := startEverything(t)
+	cfg := bridgeConfig(t, port)
+
+	r := runCLI(t, "", "tools", "--config", cfg, "--server", "everything")
+	if r.code != 0 || !strings.Contains(r.stdout, `MCP server "everything"`) {
+		t.Fatalf("tools --server: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"echo  ", "get-sum", "yes", "no", "get-env"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("tools --server lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = runCLI(t, "", "tools", "--config", cfg, "--server", "everythin")
+	if r.code != exitUsage || !strings.Contains(r.stderr, `no mcp_server "everythin"; did you mean "everything"?`) {
+		t.Errorf("tools --server with a typo: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := runCLI(t, "", "validate", "--config", cfg); r.code != 0 {
+		t.Errorf("validate of a matching config: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	// A tool the server does not offer.
+	src, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(src), `"get-sum"`, `"get-summ"`, 1)
+	if err := os.WriteFile(cfg, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = runCLI(t, "", "validate", "--config", cfg)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "Tool not offered by the server") ||
+		!strings.Contains(r.stderr, `does not offer a tool "get-summ". Did you mean "get-sum"?`) ||
+		!strings.Contains(r.stderr, `bridge.hcl line 8`) && !strings.Contains(r.stderr, "bridge.hcl:8") {
+		t.Errorf("validate of a tool not offered: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, "", "tools", "--config", cfg, "--server", "everything")
+	if r.code != 0 || !strings.Contains(r.stdout, `lists them in tools = [...]: "get-summ".`) {
+		t.Errorf("tools --server with a tool not offered: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -228,6 +228,13 @@ func (a *app) validateCommand() *cobra.Command {
 				return err
 			}
 			defer h.Close()
+			// MCP servers that could be reached must offer the tools listed
+			// for them (at run time a missing one is only a warning).
+			var ce *toolhost.ConfigError
+			if err := h.CheckMCPServers(); errors.As(err, &ce) {
+				ce.Write(a.stderr, 100, a.color())
+				return &exitError{exitUsage}
+			}
 			n := len(h.Tools())
 			fmt.Fprintf(a.stdout, "%s: valid, %d tool%s\n", a.g.config, n, plural(n))
 			return nil

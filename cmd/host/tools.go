@@ -3,29 +3,40 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/plugin"
 )
 
 func (a *app) toolsCommand() *cobra.Command {
 	var asJSON bool
-	var format string
+	var format, server string
 	cmd := &cobra.Command{
 		Use:   "tools",
 		Short: "List the tools the configuration grants",
 		Long: "List the tools the configuration grants. --json prints every detail;\n" +
 			"--format prints the list in a model provider's function-calling shape\n" +
-			"(openai, anthropic) or as an MCP tools/list result (mcp).",
+			"(openai, anthropic) or as an MCP tools/list result (mcp).\n\n" +
+			"--server NAME lists what a configured MCP server offers instead, and\n" +
+			"which of its tools the configuration exposes (tools = [...]).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if server != "" && format != "" {
+				return fmt.Errorf("--server and --format do not go together")
+			}
 			h, err := a.open(cmd.Context(), nil)
 			if err != nil {
 				return err
 			}
 			defer h.Close()
+			if server != "" {
+				return a.serverTools(h, server, asJSON)
+			}
 			tools := h.Tools()
 			switch {
 			case format != "":
@@ -42,7 +53,87 @@ func (a *app) toolsCommand() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the tools as JSON")
 	cmd.Flags().StringVar(&format, "format", "", "print the tools for a provider: openai, anthropic or mcp")
+	cmd.Flags().StringVar(&server, "server", "", "list what the configured MCP server NAME offers")
 	return cmd
+}
+
+// serverTools prints what a configured MCP server offers and which of its
+// tools the configuration exposes.
+func (a *app) serverTools(h *toolhost.Host, name string, asJSON bool) error {
+	o, err := h.MCPServerOffer(name)
+	if err != nil {
+		return err
+	}
+	exposed := map[string]bool{}
+	url := ""
+	for _, m := range h.Config.MCPServers {
+		if m.Name == name {
+			url = m.URL
+			for _, t := range m.Tools {
+				exposed[t] = true
+			}
+		}
+	}
+	if asJSON {
+		type tool struct {
+			Name        string `json:"name"`
+			Title       string `json:"title,omitempty"`
+			Description string `json:"description,omitempty"`
+			Exposed     bool   `json:"exposed"`
+			Rejected    string `json:"rejected,omitempty"`
+		}
+		out := struct {
+			Server    string `json:"server"`
+			URL       string `json:"url"`
+			Reachable bool   `json:"reachable"`
+			Reason    string `json:"reason,omitempty"`
+			Tools     []tool `json:"tools"`
+		}{Server: name, URL: url, Reachable: o.Reachable, Reason: o.Reason, Tools: []tool{}}
+		for _, t := range o.Tools {
+			out.Tools = append(out.Tools, tool{t.Name, t.Title, t.Description, exposed[t.Name], t.Rejected})
+		}
+		if err := writeJSON(a.stdout, out); err != nil {
+			return err
+		}
+		if !o.Reachable {
+			return &exitError{exitToolError}
+		}
+		return nil
+	}
+	if !o.Reachable {
+		fmt.Fprintf(a.stderr, "Error: %s\n", o.Reason)
+		return &exitError{exitToolError}
+	}
+	fmt.Fprintf(a.stdout, "MCP server %q (%s) offers %d tool%s; tools = [...] exposes those marked yes.\n\n", name, url, len(o.Tools), plural(len(o.Tools)))
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tEXPOSED\tDESCRIPTION")
+	offered := map[string]bool{}
+	for _, t := range o.Tools {
+		offered[t.Name] = true
+		yes := "no"
+		if exposed[t.Name] {
+			yes = "yes"
+		}
+		desc := firstLine(t.Description)
+		if t.Rejected != "" {
+			desc = "(refused: " + t.Rejected + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, yes, desc)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var missing []string
+	for t := range exposed {
+		if !offered[t] {
+			missing = append(missing, strconv.Quote(t))
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		fmt.Fprintf(a.stdout, "\nNot offered by the server, although %s lists them in tools = [...]: %s.\n", a.g.config, strings.Join(missing, ", "))
+	}
+	return nil
 }
 
 func (a *app) toolsTable(tools []plugin.ToolInfo) error {

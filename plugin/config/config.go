@@ -72,6 +72,8 @@ type Config struct {
 	// sources locate each tool's source block (wasm, subprocess): an
 	// adapter's refusal is about the artifact it names.
 	sources map[string]hcl.Range
+	// serverTools maps an MCP server to its tools = [...] attribute.
+	serverTools map[string]hcl.Range
 }
 
 // Registry is one registry block: a directory, an HTTPS base URL, or an
@@ -288,6 +290,16 @@ func (c *Config) Range(name string) (hcl.Range, bool) {
 	return r, ok
 }
 
+// ServerToolsDiagnostic returns an error diagnostic about an MCP server's
+// tools = [...] list (a listed tool the server does not offer), pointing at
+// the attribute.
+func (c *Config) ServerToolsDiagnostic(server, summary, detail string) *hcl.Diagnostic {
+	if r, ok := c.serverTools[server]; ok {
+		return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: r.Ptr()}
+	}
+	return c.Diagnostic(server, summary, detail)
+}
+
 // SourceDiagnostic returns an error diagnostic about the named tool's
 // artifact, pointing at its source block (wasm { ... }, subprocess
 // { ... }), or at the tool's block if it has none.
@@ -445,7 +457,7 @@ func (d *decoder) path(p string) string {
 }
 
 func (d *decoder) decode(raw *rawFile) *Config {
-	cfg := &Config{Secrets: plugin.StaticSecrets{}, ranges: map[string]hcl.Range{}, sources: map[string]hcl.Range{}}
+	cfg := &Config{Secrets: plugin.StaticSecrets{}, ranges: map[string]hcl.Range{}, sources: map[string]hcl.Range{}, serverTools: map[string]hcl.Range{}}
 	d.decodeHost(raw.Host, cfg)
 	d.decodeSecrets(raw.Secrets, cfg)
 	if len(raw.Grants) > 1 {
@@ -479,6 +491,7 @@ func (d *decoder) decode(raw *rawFile) *Config {
 			d.errorf(m.DefRange, "Duplicate name", "The name %q is already used at %s; MCP servers and tools share one namespace.", m.Name, prev)
 		} else {
 			cfg.ranges[m.Name] = m.DefRange
+			cfg.serverTools[m.Name] = m.ToolsRange
 		}
 		if s, ok := d.decodeMCP(m, cfg); ok && !dup {
 			cfg.MCPServers = append(cfg.MCPServers, s)
