@@ -144,6 +144,9 @@ func runShim(cfg *shimConfig) error {
 			// this; the host's own kills carry their reason and are not
 			// affected.
 			hard := time.Duration(cfg.CPUSeconds+cpuGrace) * time.Second
+			// For the host's "last output" of the plugin: what ended it.
+			fmt.Fprintf(os.Stderr, "toolhost shim: the plugin was killed by %v after %v of CPU time (hard limit %v)\n",
+				sig, cpuTime(&ru).Round(time.Millisecond), hard)
 			if sig == unix.SIGKILL && cfg.CPUSeconds > 0 && cpuTime(&ru) >= hard-100*time.Millisecond {
 				sig = unix.SIGXCPU
 			}
