@@ -48,7 +48,7 @@ func TestCLISubprocessTools(t *testing.T) {
 		{"shell exec timeout kills the tree", []string{"call", cfg, "--yes", "shell.exec", `{"command":"sleep 60 & sleep 60","timeout":1}`},
 			1, "", "Error [TOOL_EXECUTION_TIMEOUT]"},
 		{"shell exec timeout out of range", []string{"call", cfg, "--yes", "shell.exec", `{"command":"true","timeout":601}`},
-			1, "", "Error [INVALID_REQUEST]"},
+			2, "", "Error [INVALID_REQUEST]"},
 		{"read-only command runs", []string{"call", cfg, "bash.read-only", `{"command":"wc -l note.txt"}`},
 			0, "1 note.txt", ""},
 		{"read-only refuses a writer", []string{"call", cfg, "bash.read-only", `{"command":"rm note.txt"}`},
