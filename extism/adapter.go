@@ -123,6 +123,7 @@ type Adapter struct {
 	snapSeed  []byte     // per-host secret the snapshots' random state is derived from
 	mem       memPool    // guest memories of closed instances, cleared, for reuse
 	modDir    string     // transformed modules, under the cache directory
+	cacheDir  string     // wazero's compilation cache; "" in memory
 	onCompile func(CompileEvent)
 	lists     listings
 
@@ -194,7 +195,7 @@ func New(cfg Config) (*Adapter, error) {
 		if err != nil {
 			return nil, fmt.Errorf("extism: cache dir: %w", err)
 		}
-		a.cache = c
+		a.cache, a.cacheDir = c, dir
 		if a.snap {
 			if a.snapSeed, err = loadSeed(dir); err != nil {
 				return nil, fmt.Errorf("extism: snapshot seed: %w", err)

@@ -19,6 +19,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/toolhost/toolhost/extism/internal/compilehook"
 	"github.com/toolhost/toolhost/extism/internal/fuel"
 	"github.com/toolhost/toolhost/internal/netguard"
 	"github.com/toolhost/toolhost/plugin"
@@ -174,10 +175,13 @@ func (t *wasmTool) compile() {
 	rc := wazero.NewRuntimeConfig().WithCompilationCache(t.a.cache)
 	funcs := append(hostFunctions(), fuel.HostFunctions()...)
 	ctx := context.Background()
+	listen := ""
 	if t.direct() {
 		ctx = experimental.WithFunctionListenerFactory(ctx, directListener{})
+		listen = fastIOExport
 	}
 	unlock := t.a.compileLock(t.code)
+	compilehook.Before(t.code, t.a.cacheDir, listen) // tests under -race only
 	c, err := extism.NewCompiledPlugin(ctx, manifest, extism.PluginConfig{
 		RuntimeConfig: rc,
 		EnableWasi:    true,

@@ -10,6 +10,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/toolhost/toolhost/extism/internal/fuel"
+	"github.com/toolhost/toolhost/extism/internal/testcache"
 )
 
 // compileCache keeps compiled code across the test's many plugins.
@@ -24,6 +25,7 @@ func extismCall(t *testing.T, wasm []byte, metered bool, export string, input []
 	if metered {
 		funcs = append(funcs, fuel.HostFunctions()...)
 	}
+	testcache.Precompile(wasm)
 	cp, err := extism.NewCompiledPlugin(ctx, extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: wasm}}},
 		extism.PluginConfig{EnableWasi: true, RuntimeConfig: wazero.NewRuntimeConfig().WithCompilationCache(compileCache)}, funcs)
 	if err != nil {

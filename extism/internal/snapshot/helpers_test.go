@@ -78,6 +78,7 @@ func newRuntime(tb testing.TB) wazero.Runtime {
 
 func compile(tb testing.TB, r wazero.Runtime, wasm []byte) wazero.CompiledModule {
 	tb.Helper()
+	testcache.Precompile(wasm) // newRuntime's configuration: no listeners
 	cm, err := r.CompileModule(context.Background(), wasm)
 	if err != nil {
 		tb.Fatalf("compile: %v", err)

@@ -11,6 +11,11 @@
 // README's test command, run a second time, does not prepare every module
 // again.
 //
+// Under the race detector, a module about to be compiled is first compiled
+// by a helper built without it (./precompile, through
+// extism/internal/compilehook), and the instrumented compiler finds the
+// result in the cache: compiling is most of what the race detector slows.
+//
 // wazero keys its file cache by the module's bytes, its own version and the
 // CPU's features, and writes entries atomically, so concurrent test
 // binaries can share one directory. The adapter's cache also keeps modules
@@ -32,6 +37,7 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/toolhost/toolhost/extism/internal/compilehook"
 )
 
 // EnvVar names the directory shared across test binaries.
@@ -58,6 +64,17 @@ func Cache() wazero.CompilationCache {
 		cache = wazero.NewCompilationCache()
 	})
 	return cache
+}
+
+// Precompile prepares the compilation of code with Cache's runtime
+// configuration (no function listeners): under the race detector a helper
+// built without it compiles code into the shared directory, where the
+// instrumented compiler then finds it; otherwise it does nothing.
+func Precompile(code []byte) {
+	Cache()
+	if dir := sharedDir(); dir != "" {
+		compilehook.Before(code, filepath.Join(dir, "wazero"), "")
+	}
 }
 
 // Dir returns the directory for an adapter's on-disk cache in tests: under
