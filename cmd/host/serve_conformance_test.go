@@ -104,6 +104,13 @@ func TestOfficialConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll("testdata/.cache") })
+	// The fixture tools' plugin, where the configuration expects it.
+	build := exec.Command("go", "build", "-buildmode=c-shared", "-o", ".cache/conformance-fixtures.wasm", "./conformance")
+	build.Dir = "testdata"
+	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the fixture plugin: %v\n%s", err, out)
+	}
 	url := startHost(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

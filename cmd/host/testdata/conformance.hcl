@@ -1,6 +1,7 @@
 # The configuration TestOfficialConformance serves to the official MCP
 # conformance suite: real wasm tools (the built-in filesystem module) over
-# ./ws, and the tests' in-process echo tool.
+# ./ws, the tests' in-process echo tool, and the suite's fixture tools from
+# a wasm plugin (conformance/main.go, which the test builds into .cache).
 
 host {
   workspace = "./ws"
@@ -44,4 +45,52 @@ tool "echo" {
   description = "Echoes its text."
   tier        = "read_only"
   go {}
+}
+
+tool "test_simple_text" {
+  tier = "read_only"
+  wasm {
+    path = "./.cache/conformance-fixtures.wasm"
+    tool = "test_simple_text"
+  }
+}
+
+tool "test_image_content" {
+  tier = "read_only"
+  wasm {
+    path = "./.cache/conformance-fixtures.wasm"
+    tool = "test_image_content"
+  }
+}
+
+tool "test_audio_content" {
+  tier = "read_only"
+  wasm {
+    path = "./.cache/conformance-fixtures.wasm"
+    tool = "test_audio_content"
+  }
+}
+
+tool "test_embedded_resource" {
+  tier = "read_only"
+  wasm {
+    path = "./.cache/conformance-fixtures.wasm"
+    tool = "test_embedded_resource"
+  }
+}
+
+tool "test_multiple_content_types" {
+  tier = "read_only"
+  wasm {
+    path = "./.cache/conformance-fixtures.wasm"
+    tool = "test_multiple_content_types"
+  }
+}
+
+tool "test_error_handling" {
+  tier = "read_only"
+  wasm {
+    path = "./.cache/conformance-fixtures.wasm"
+    tool = "test_error_handling"
+  }
 }
