@@ -14,7 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/toolhost/toolhost/extism/internal/testcache"
+	"github.com/toolhost/toolhost/internal/testcache"
 	"github.com/toolhost/toolhost/plugin"
 )
 

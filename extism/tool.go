@@ -19,8 +19,8 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
-	"github.com/toolhost/toolhost/extism/internal/compilehook"
 	"github.com/toolhost/toolhost/extism/internal/fuel"
+	"github.com/toolhost/toolhost/internal/compilehook"
 	"github.com/toolhost/toolhost/internal/netguard"
 	"github.com/toolhost/toolhost/plugin"
 )

@@ -4,6 +4,9 @@ import (
 	"os"
 	"testing"
 
+	// Under the race detector, the wasm modules these tests' hosts compile
+	// are compiled by a helper built without it (internal/testcache).
+	_ "github.com/toolhost/toolhost/internal/testcache"
 	"github.com/toolhost/toolhost/subprocess"
 )
 

@@ -17,7 +17,7 @@ import (
 
 	"github.com/toolhost/toolhost/extism"
 	"github.com/toolhost/toolhost/extism/builtin"
-	"github.com/toolhost/toolhost/extism/internal/testcache"
+	"github.com/toolhost/toolhost/internal/testcache"
 	"github.com/toolhost/toolhost/plugin"
 )
 

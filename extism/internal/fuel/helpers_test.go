@@ -12,7 +12,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
-	"github.com/toolhost/toolhost/extism/internal/testcache"
+	"github.com/toolhost/toolhost/internal/testcache"
 )
 
 var (
@@ -62,10 +62,14 @@ func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
 func newRuntime(tb testing.TB, cfg wazero.RuntimeConfig) wazero.Runtime {
 	tb.Helper()
 	ctx := context.Background()
+	plain := cfg == nil
 	if cfg == nil {
 		cfg = wazero.NewRuntimeConfig()
 	}
 	r := wazero.NewRuntimeWithConfig(ctx, cfg.WithCompilationCache(testcache.Cache()))
+	if plain {
+		plainRuntimes.Store(r, true)
+	}
 	tb.Cleanup(func() { r.Close(ctx) })
 	wasi_snapshot_preview1.MustInstantiate(ctx, r)
 	if _, err := InstantiateHostModule(ctx, r); err != nil {
@@ -74,10 +78,18 @@ func newRuntime(tb testing.TB, cfg wazero.RuntimeConfig) wazero.Runtime {
 	return r
 }
 
+// plainRuntimes holds the runtimes of the default configuration, whose
+// compilations testcache.Precompile can do ahead (another configuration,
+// close-on-deadline for one, compiles to other code).
+var plainRuntimes sync.Map
+
 // instantiate compiles and instantiates wasm as an anonymous module, running
 // _initialize if the module exports it.
 func instantiate(tb testing.TB, ctx context.Context, r wazero.Runtime, wasm []byte) api.Module {
 	tb.Helper()
+	if _, ok := plainRuntimes.Load(r); ok {
+		testcache.Precompile(wasm)
+	}
 	cm, err := r.CompileModule(ctx, wasm)
 	if err != nil {
 		tb.Fatalf("compile: %v", err)

@@ -10,7 +10,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/toolhost/toolhost/extism/internal/fuel"
-	"github.com/toolhost/toolhost/extism/internal/testcache"
+	"github.com/toolhost/toolhost/internal/testcache"
 )
 
 // compileCache keeps compiled code across the test's many plugins.

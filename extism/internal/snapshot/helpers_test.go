@@ -13,7 +13,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
-	"github.com/toolhost/toolhost/extism/internal/testcache"
+	"github.com/toolhost/toolhost/internal/testcache"
 )
 
 var builds sync.Map // package dir -> *buildResult

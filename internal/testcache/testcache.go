@@ -13,7 +13,7 @@
 //
 // Under the race detector, a module about to be compiled is first compiled
 // by a helper built without it (./precompile, through
-// extism/internal/compilehook), and the instrumented compiler finds the
+// internal/compilehook), and the instrumented compiler finds the
 // result in the cache: compiling is most of what the race detector slows.
 //
 // wazero keys its file cache by the module's bytes, its own version and the
@@ -37,7 +37,7 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
-	"github.com/toolhost/toolhost/extism/internal/compilehook"
+	"github.com/toolhost/toolhost/internal/compilehook"
 )
 
 // EnvVar names the directory shared across test binaries.
@@ -124,7 +124,7 @@ func codeDigest() (string, bool) {
 	if !ok {
 		return "", false
 	}
-	extismDir := filepath.Clean(filepath.Join(filepath.Dir(self), "..", ".."))
+	extismDir := filepath.Clean(filepath.Join(filepath.Dir(self), "..", "..", "extism"))
 	h := sha256.New()
 	err := filepath.WalkDir(extismDir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -5,7 +5,7 @@
 // Its one user is the test suite under the race detector, which instruments
 // wazero's compiler and makes a Go guest's compilation take half a minute
 // instead of a second, while the compiled code is the same: the tests
-// register a hook (extism/internal/testcache) that compiles the module in a
+// register a hook (internal/testcache) that compiles the module in a
 // helper built without -race, and the in-process compilation then reads the
 // result from the cache. Without a hook, Before does nothing.
 package compilehook

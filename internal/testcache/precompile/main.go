@@ -1,7 +1,7 @@
 // Command precompile compiles wasm modules into a wazero compilation cache
 // directory. The tests run it, built without the race detector, to compile
 // the modules a race-instrumented test binary is about to compile (see
-// extism/internal/compilehook): the cache entry is the same, the compiler
+// internal/compilehook): the cache entry is the same, the compiler
 // thirty times faster. It must be built with the wazero version string the
 // test binary sees (-ldflags -X .../internal/version.version=...), which is
 // part of the cache key.

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/toolhost/toolhost/extism/internal/compilehook"
+	"github.com/toolhost/toolhost/internal/compilehook"
 )
 
 // Under the race detector every wasm compilation of a test binary that
@@ -96,7 +96,7 @@ func buildHelper() string {
 	_, self, _, _ := runtime.Caller(0)
 	src := filepath.Join(filepath.Dir(self), "precompile")
 	h := sha256.New()
-	for _, f := range []string{filepath.Join(src, "main.go"), filepath.Join(src, "..", "..", "..", "..", "go.sum")} {
+	for _, f := range []string{filepath.Join(src, "main.go"), filepath.Join(src, "..", "..", "..", "go.sum")} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			warn(err)
