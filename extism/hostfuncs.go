@@ -74,7 +74,7 @@ type invokeResponse struct {
 // extism:host/user: a guest importing any other name from there cannot be
 // instantiated.
 func hostFunctionNames() []string {
-	return []string{hostHTTP, hostInvoke, hostFSSubmit, hostFSTake, hostConfigGet, hostExtismHTTP, hostExtismStatus, hostExtismHeaders}
+	return []string{hostHTTP, hostInvoke, hostFSSubmit, hostFSTake, hostConfigGet, hostProgress, hostExtismHTTP, hostExtismStatus, hostExtismHeaders}
 }
 
 func hostFunctions() []extism.HostFunction {
@@ -86,6 +86,7 @@ func hostFunctions() []extism.HostFunction {
 		extism.NewHostFunctionWithStack(hostFSSubmit, fsSubmit, []extism.ValueType{i32, i32, i32, i32, extism.ValueTypeI64, i32, i32, i32}, []extism.ValueType{i32}),
 		extism.NewHostFunctionWithStack(hostFSTake, fsTake, []extism.ValueType{i32, i32, i32}, []extism.ValueType{i32}),
 		extism.NewHostFunctionWithStack(hostConfigGet, configGet, []extism.ValueType{i32, i32, i32, i32}, []extism.ValueType{i32}),
+		extism.NewHostFunctionWithStack(hostProgress, progress, []extism.ValueType{extism.ValueTypeF64, extism.ValueTypeF64, i32, i32}, []extism.ValueType{i32}),
 	}, extismHTTPFunctions()...)
 }
 

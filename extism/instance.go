@@ -289,6 +289,11 @@ func (inst *instance) logLine(level extism.LogLevel, msg string) {
 		msg = msg[:maxLogLine] + "…[truncated]"
 	}
 	msg = inst.req.Secrets.Redact(msg)
+	if n := inst.req.Notify; n != nil {
+		// The caller sees the tool's log too (an MCP client, at the level
+		// it chose with logging/setLevel).
+		n.Log(clientLevel(level), msg)
+	}
 	l := inst.log
 	switch level {
 	case extism.LogLevelTrace:

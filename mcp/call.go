@@ -183,7 +183,7 @@ func hashArgs(args []byte) string {
 
 // call runs one tools/call request: it asks for approvals and answers by
 // elicitation as needed, and maps the host's result to MCP.
-func (s *Server) call(ctx context.Context, name string, req *sdk.CallToolRequest) *sdk.CallToolResult {
+func (s *Server) call(ctx context.Context, name string, req *sdk.CallToolRequest, notify plugin.Notifier) *sdk.CallToolResult {
 	args, answers, err := splitAnswers(req.Params.Arguments)
 	if err != nil {
 		return errorResult(plugin.Errorf(plugin.CodeInvalidRequest, "%v", err))
@@ -235,7 +235,7 @@ func (s *Server) call(ctx context.Context, name string, req *sdk.CallToolRequest
 	}
 	ctx = context.WithValue(ctx, stateKey{}, cs)
 	for round := 0; ; round++ {
-		res, err := s.host.Invoke(ctx, plugin.Call{Name: name, Arguments: args, Answers: st.Answers})
+		res, err := s.host.Invoke(ctx, plugin.Call{Name: name, Arguments: args, Answers: st.Answers, Notify: notify})
 		cs.mu.Lock()
 		pending := cs.pending
 		cs.pending = nil

@@ -345,16 +345,78 @@ func (s *Server) toolHandler(name string) sdk.ToolHandler {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		defer context.AfterFunc(s.stop, cancel)()
-		if tok := req.Params.GetProgressToken(); tok != nil {
-			defer s.progress(ctx, req.Session, tok, name)()
+		cn := &clientNotifier{ctx: ctx, ss: req.Session, token: req.Params.GetProgressToken(), tool: name, log: s.log}
+		if cn.token != nil {
+			defer s.progress(ctx, cn)()
 		}
-		return s.call(ctx, name, req), nil
+		return s.call(ctx, name, req, cn), nil
 	}
 }
 
-// progress sends a progress notification every interval while a call runs;
-// the returned function stops it.
-func (s *Server) progress(ctx context.Context, ss *sdk.ServerSession, token any, name string) func() {
+// clientNotifier passes what a tool reports while it runs to the client
+// that called it: progress as notifications/progress (when the request
+// carried a progress token), log messages as notifications/message (at the
+// level the client set with logging/setLevel; none before it sets one).
+type clientNotifier struct {
+	ctx   context.Context
+	ss    *sdk.ServerSession
+	token any // nil: the client asked for no progress
+	tool  string
+	log   hclog.Logger
+
+	mu   sync.Mutex
+	sent bool    // a progress notification was sent
+	last float64 // the last progress sent (each must be greater)
+	own  bool    // the tool reports its own progress: the ticker stops
+}
+
+// Progress implements plugin.Notifier.
+func (c *clientNotifier) Progress(progress, total float64, message string) {
+	if c.token == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.own = true
+	if c.sent && progress <= c.last {
+		return
+	}
+	c.send(progress, total, message)
+}
+
+// tick sends the server's own progress while the tool reports none.
+func (c *clientNotifier) tick(n int, message string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.own || (c.sent && float64(n) <= c.last) {
+		return
+	}
+	c.send(float64(n), 0, message)
+}
+
+// send sends one progress notification; c.mu is held.
+func (c *clientNotifier) send(progress, total float64, message string) {
+	c.sent, c.last = true, progress
+	err := c.ss.NotifyProgress(c.ctx, &sdk.ProgressNotificationParams{
+		ProgressToken: c.token, Progress: progress, Total: total, Message: message,
+	})
+	if err != nil {
+		c.log.Debug("progress notification not sent", "tool", c.tool, "error", err)
+	}
+}
+
+// Log implements plugin.Notifier.
+func (c *clientNotifier) Log(level, message string) {
+	err := c.ss.Log(c.ctx, &sdk.LoggingMessageParams{Level: sdk.LoggingLevel(level), Logger: c.tool, Data: message})
+	if err != nil {
+		c.log.Debug("log notification not sent", "tool", c.tool, "error", err)
+	}
+}
+
+// progress sends a progress notification every interval while a call runs
+// and its tool reports no progress of its own; the returned function stops
+// it.
+func (s *Server) progress(ctx context.Context, cn *clientNotifier) func() {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -371,14 +433,7 @@ func (s *Server) progress(ctx context.Context, ss *sdk.ServerSession, token any,
 				return
 			case <-tick.C:
 			}
-			err := ss.NotifyProgress(ctx, &sdk.ProgressNotificationParams{
-				ProgressToken: token,
-				Progress:      float64(n),
-				Message:       fmt.Sprintf("%s running for %s", name, time.Since(start).Round(time.Second)),
-			})
-			if err != nil {
-				s.log.Debug("progress notification not sent", "tool", name, "error", err)
-			}
+			cn.tick(n, fmt.Sprintf("%s running for %s", cn.tool, time.Since(start).Round(time.Second)))
 		}
 	}()
 	return func() { close(done); wg.Wait() }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -73,6 +74,16 @@ func newTestHost(t testing.TB) *testHost {
 				th.blocked.Add(1)
 				return nil, ctx.Err()
 			}))
+	reg(plugin.Spec{Name: "reporter", Tier: plugin.TierReadOnly},
+		plugin.Func(plugin.Descriptor{InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(_ context.Context, req *plugin.Request) (*plugin.Result, error) {
+				for i := 1; i <= 3; i++ {
+					req.Notify.Progress(float64(10*i), 30, fmt.Sprintf("step %d", i))
+					req.Notify.Log("info", fmt.Sprintf("did step %d", i))
+				}
+				req.Notify.Log("debug", "a detail")
+				return &plugin.Result{Content: []plugin.Content{plugin.Text("reported")}}, nil
+			}))
 	reg(plugin.Spec{Name: "pixel", Tier: plugin.TierReadOnly},
 		plugin.Func(plugin.Descriptor{InputSchema: json.RawMessage(`{"type":"object"}`)},
 			func(context.Context, *plugin.Request) (*plugin.Result, error) {
@@ -86,10 +97,11 @@ type clientOptions struct {
 	protocol string
 	elicit   func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error)
 	progress func(context.Context, *sdk.ProgressNotificationClientRequest)
+	logged   func(context.Context, *sdk.LoggingMessageRequest)
 }
 
 func newClient(o clientOptions) *sdk.Client {
-	copts := &sdk.ClientOptions{ElicitationHandler: o.elicit, ProgressNotificationHandler: o.progress}
+	copts := &sdk.ClientOptions{ElicitationHandler: o.elicit, ProgressNotificationHandler: o.progress, LoggingMessageHandler: o.logged}
 	return sdk.NewClient(&sdk.Implementation{Name: "toolhost-test", Version: "v0"}, copts)
 }
 
@@ -222,7 +234,7 @@ func TestServerListsGrantedTools(t *testing.T) {
 		for _, tool := range res.Tools {
 			got[tool.Name] = tool
 		}
-		want := []string{"fx_echo", "fx_structured", "fx_fail", "fx_sleep", "fx_ask", "fx_big", "danger__zone", "block", "pixel"}
+		want := []string{"fx_echo", "fx_structured", "fx_fail", "fx_sleep", "fx_ask", "fx_big", "danger__zone", "block", "pixel", "reporter"}
 		if len(got) != len(want) {
 			t.Errorf("got %d tools, want %d: %v", len(got), len(want), keys(got))
 		}
@@ -440,6 +452,59 @@ func TestServerProgress(t *testing.T) {
 		res = call(t, cs, "fx_echo", map[string]any{"text": "quick"})
 		if res.IsError {
 			t.Errorf("echo after progress: %q", callText(t, res))
+		}
+	})
+}
+
+// TestToolReportsProgressAndLogs: what a tool reports while it runs reaches
+// the client: its own progress (instead of the server's ticks) when the
+// request carries a token, and its log messages at the level the client set.
+func TestToolReportsProgressAndLogs(t *testing.T) {
+	transports(t, func(t *testing.T, connect func(clientOptions) *sdk.ClientSession) {
+		var mu sync.Mutex
+		var progress []float64
+		var logs []string
+		cs := connect(clientOptions{
+			progress: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+				mu.Lock()
+				defer mu.Unlock()
+				if req.Params.ProgressToken == "tok" {
+					progress = append(progress, req.Params.Progress)
+				}
+			},
+			logged: func(_ context.Context, req *sdk.LoggingMessageRequest) {
+				mu.Lock()
+				defer mu.Unlock()
+				logs = append(logs, fmt.Sprintf("%s %s %v", req.Params.Level, req.Params.Logger, req.Params.Data))
+			},
+		})
+		if err := cs.SetLoggingLevel(context.Background(), &sdk.SetLoggingLevelParams{Level: "info"}); err != nil { //nolint:staticcheck // deprecated in 2026-07-28, served for older clients
+			t.Fatal(err)
+		}
+		// Under protocol 2026-07-28 the level travels in each request's
+		// _meta; before, logging/setLevel set it for the session.
+		meta := sdk.Meta{"progressToken": "tok", sdk.MetaKeyLogLevel: "info"}
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "reporter", Arguments: map[string]any{}, Meta: meta})
+		if err != nil || res.IsError {
+			t.Fatalf("reporter: %v %v", err, res)
+		}
+		deadline := time.Now().Add(2 * time.Second)
+		for time.Now().Before(deadline) {
+			mu.Lock()
+			n, m := len(progress), len(logs)
+			mu.Unlock()
+			if n >= 3 && m >= 3 {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if fmt.Sprint(progress) != "[10 20 30]" {
+			t.Errorf("progress = %v, want [10 20 30]", progress)
+		}
+		if strings.Join(logs, "|") != "info reporter did step 1|info reporter did step 2|info reporter did step 3" {
+			t.Errorf("logs = %q (the debug line is below the client's level)", logs)
 		}
 	})
 }

@@ -207,9 +207,11 @@ func (h *Host) run(ctx context.Context, call Call, caller *nestedInvoker, parent
 	cs := &callState{Context: tctx, frame: callFrame{id: call.ID, depth: depth}}
 	ctx = cs
 	req := &cs.req
+	notify := newCallNotifier(call.Notify, secrets)
+	defer notify.close()
 	*req = Request{
 		ID: call.ID, Name: call.Name, Arguments: args, Answers: call.Answers,
-		Spec: spec, Secrets: secrets, Log: e.log,
+		Spec: spec, Secrets: secrets, Log: e.log, Notify: notify,
 	}
 	if e.log.IsError() {
 		// Only a logger that writes anything needs the call ID attached.

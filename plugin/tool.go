@@ -95,6 +95,10 @@ type Request struct {
 	Invoker Invoker
 	// Log is a logger named for the tool and carrying the call ID.
 	Log hclog.Logger
+	// Notify reports the call's progress and messages to the caller while
+	// the tool runs (Notifier). Never nil: reports nobody listens to are
+	// dropped. The host redacts and caps what passes through it.
+	Notify Notifier
 }
 
 // DecodeArguments unmarshals the arguments into v.
@@ -120,6 +124,9 @@ type Call struct {
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	// Answers answers a previous NeedsInput question, keyed by question ID.
 	Answers map[string]json.RawMessage `json:"answers,omitempty"`
+	// Notify, when set, receives the progress and messages the tool
+	// reports while it runs (an MCP server sends them to its client).
+	Notify Notifier `json:"-"`
 }
 
 // Content is one item of a result, shaped like MCP content.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"unsafe"
 
 	pdk "github.com/extism/go-pdk"
 )
@@ -79,8 +80,28 @@ func callToolExport() int32 {
 	return 0
 }
 
-// Log writes a log entry through the host (capped per call by the host).
+// Log writes a log entry through the host (capped per call by the host,
+// with the call's secrets redacted). toolhost also passes it to the caller:
+// an MCP client receives it as notifications/message, at the level it
+// asked for with logging/setLevel.
 func Log(level pdk.LogLevel, msg string) { pdk.Log(level, msg) }
+
+//go:wasmimport extism:host/user toolhost_progress
+func hostProgress(progress, total float64, msg unsafe.Pointer, msgLen uint32) int32
+
+// Progress reports how far the current call is: progress out of total (0
+// when the total is unknown), with an optional message. An MCP client that
+// asked for progress receives notifications/progress; the host drops
+// progress that does not increase and caps how many one call sends. A
+// module that calls it imports toolhost_progress, which only toolhost
+// provides.
+func Progress(progress, total float64, message string) {
+	var p unsafe.Pointer
+	if len(message) > 0 {
+		p = unsafe.Pointer(unsafe.StringData(message))
+	}
+	hostProgress(progress, total, p, uint32(len(message)))
+}
 
 //go:wasmimport extism:host/user toolhost_http_request
 func hostHTTP(uint64) uint64

@@ -94,3 +94,19 @@ tool "test_error_handling" {
     tool = "test_error_handling"
   }
 }
+
+tool "test_tool_with_logging" {
+  tier = "read_only"
+  wasm {
+    path = "./.cache/conformance-fixtures.wasm"
+    tool = "test_tool_with_logging"
+  }
+}
+
+tool "test_tool_with_progress" {
+  tier = "read_only"
+  wasm {
+    path = "./.cache/conformance-fixtures.wasm"
+    tool = "test_tool_with_progress"
+  }
+}

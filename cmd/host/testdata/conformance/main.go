@@ -9,6 +9,10 @@ package main
 
 import (
 	"encoding/base64"
+	"fmt"
+	"time"
+
+	pdk "github.com/extism/go-pdk"
 
 	"github.com/toolhost/toolhost/shared/guest"
 )
@@ -50,6 +54,24 @@ func init() {
 				{Type: "image", Data: png, MIMEType: "image/png"},
 				{Type: "resource", Resource: &guest.Resource{URI: "test://mixed-content-resource", MIMEType: "application/json", Text: `{"test":"data","value":123}`}},
 			}}
+		}),
+		tool("test_tool_with_logging", "Logs three messages while it runs (the client sees them).", func() *guest.Result {
+			for i, msg := range []string{"Tool execution started", "Tool processing data", "Tool execution completed"} {
+				if i > 0 {
+					time.Sleep(50 * time.Millisecond)
+				}
+				guest.Log(pdk.LogInfo, msg)
+			}
+			return guest.Text("Logging test completed")
+		}),
+		tool("test_tool_with_progress", "Reports its progress three times while it runs.", func() *guest.Result {
+			for i, p := range []float64{0, 50, 100} {
+				if i > 0 {
+					time.Sleep(50 * time.Millisecond)
+				}
+				guest.Progress(p, 100, fmt.Sprintf("step %d of 3", i+1))
+			}
+			return guest.Text("Progress test completed")
 		}),
 		tool("test_error_handling", "Always fails, as a tool reports a failure the model should see.", func() *guest.Result {
 			return guest.Errorf("This tool intentionally returns an error for testing")

@@ -20,6 +20,9 @@ import (
 
 const anyObject = `{"type":"object"}`
 
+//go:wasmimport extism:host/user toolhost_progress
+func rawProgress(progress, total float64, msg, msgLen uint32) int32
+
 var calls int // package state: must be 1 in every call if instances are fresh
 
 type pathArgs struct {
@@ -43,6 +46,13 @@ func init() {
 		configTool(),
 		guest.Func("echo", "Returns its arguments.", anyObject, func(in map[string]any) (map[string]any, error) {
 			return in, nil
+		}),
+		guest.Func("report", "Reports progress n times and logs each step; then passes a message outside its memory.", anyObject, func(in sizeArgs) (map[string]int32, error) {
+			for i := 1; i <= in.N; i++ {
+				guest.Progress(float64(i), float64(in.N), fmt.Sprintf("step %d", i))
+				guest.Log(pdk.LogInfo, fmt.Sprintf("did step %d", i))
+			}
+			return map[string]int32{"bad_pointer": rawProgress(1, 1, 0xfffffff0, 64)}, nil
 		}),
 		guest.Func("state", "Counts calls in package state.", anyObject, func(struct{}) (map[string]int, error) {
 			calls++

@@ -1,0 +1,107 @@
+package plugin
+
+import (
+	"sync"
+	"unicode/utf8"
+)
+
+// Notifier receives what a tool reports while it runs, for the caller: its
+// progress, and log messages meant for the caller rather than the host's
+// log. An MCP client gets them as notifications/progress (when its request
+// carried a progress token) and notifications/message. Implementations must
+// be safe for concurrent use and must not block for long: the tool waits.
+type Notifier interface {
+	// Progress reports how far the call is: progress out of total (0 when
+	// the total is unknown), with an optional message.
+	Progress(progress, total float64, message string)
+	// Log sends a message at level: "debug", "info", "notice", "warning",
+	// "error", "critical", "alert" or "emergency" (RFC 5424, as MCP).
+	Log(level, message string)
+}
+
+// Caps on what one call may report (more is dropped): a tool cannot flood
+// the caller's connection.
+const (
+	maxNotifications   = 256
+	maxNotificationLen = 4 << 10
+)
+
+// callNotifier is the Notifier a tool sees (Request.Notify). It passes what
+// the tool reports to the caller's Notifier, if any, with the call's secret
+// values redacted, messages cut to maxNotificationLen, at most
+// maxNotifications in all, progress that does not increase dropped (MCP
+// requires it to increase), and nothing after the call returned.
+type callNotifier struct {
+	to      Notifier
+	secrets *Secrets
+
+	mu     sync.Mutex
+	sent   int
+	last   float64
+	began  bool // a progress notification was passed on
+	closed bool
+}
+
+// newCallNotifier returns the notifier of a call whose caller listens on
+// to (nil: nobody listens, and reports are dropped).
+func newCallNotifier(to Notifier, secrets *Secrets) *callNotifier {
+	return &callNotifier{to: to, secrets: secrets}
+}
+
+func (n *callNotifier) admit() bool {
+	if n.to == nil || n.closed || n.sent >= maxNotifications {
+		return false
+	}
+	n.sent++
+	return true
+}
+
+func (n *callNotifier) clean(msg string) string {
+	if len(msg) > maxNotificationLen {
+		cut := maxNotificationLen
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "…"
+	}
+	return n.secrets.Redact(msg)
+}
+
+// Progress implements Notifier.
+func (n *callNotifier) Progress(progress, total float64, message string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if progress != progress || (n.began && progress <= n.last) || !n.admit() { // NaN, or not increasing
+		return
+	}
+	n.began, n.last = true, progress
+	n.to.Progress(progress, total, n.clean(message))
+}
+
+// Log implements Notifier.
+func (n *callNotifier) Log(level, message string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !validLogLevel(level) {
+		level = "info"
+	}
+	if !n.admit() {
+		return
+	}
+	n.to.Log(level, n.clean(message))
+}
+
+// close stops passing reports on: the call has returned.
+func (n *callNotifier) close() {
+	n.mu.Lock()
+	n.closed = true
+	n.mu.Unlock()
+}
+
+func validLogLevel(l string) bool {
+	switch l {
+	case "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency":
+		return true
+	}
+	return false
+}
