@@ -45,7 +45,7 @@ func TestNotify(t *testing.T) {
 			n := req.Notify
 			kept = n
 			n.Progress(1, 10, "using "+secret)
-			n.Progress(1, 10, "again") // not increasing: dropped
+			n.Progress(1, 10, "again")  // not increasing: dropped
 			n.Progress(0.5, 10, "back") // dropped
 			n.Progress(2, 10, "")
 			n.Log("warning", "key is "+secret)
