@@ -2,6 +2,7 @@ package toolhost
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -33,6 +34,45 @@ func (h *Host) MCPServerOffer(name string) (mcp.Offer, error) {
 	return mcp.Offer{}, fmt.Errorf("%s (it configures %s)", msg, strings.Join(names, ", "))
 }
 
+// MCPServerTools is what a configured MCP server offers set against what
+// its mcp_server block lists.
+type MCPServerTools struct {
+	mcp.Offer
+	// URL is the server's address, from the configuration.
+	URL string
+	// Listed are the tools its tools = [...] exposes.
+	Listed []string
+	// NotOffered are the listed tools the server does not offer (empty
+	// when it could not be reached).
+	NotOffered []string
+}
+
+// Exposes reports whether the configuration lists the named tool.
+func (s *MCPServerTools) Exposes(tool string) bool { return slices.Contains(s.Listed, tool) }
+
+// MCPServer returns what the configured MCP server called name offers and
+// how that meets the tools its block lists.
+func (h *Host) MCPServer(name string) (*MCPServerTools, error) {
+	o, err := h.MCPServerOffer(name)
+	if err != nil {
+		return nil, err
+	}
+	st := &MCPServerTools{Offer: o}
+	for _, m := range h.Config.MCPServers {
+		if m.Name == name {
+			st.URL, st.Listed = m.URL, m.Tools
+		}
+	}
+	if o.Reachable {
+		for _, t := range st.Listed {
+			if !slices.ContainsFunc(o.Tools, func(ot mcp.OfferedTool) bool { return ot.Name == t }) {
+				st.NotOffered = append(st.NotOffered, t)
+			}
+		}
+	}
+	return st, nil
+}
+
 // CheckMCPServers compares every MCP server's tools = [...] with what the
 // server offers, for the servers the host could reach, and returns a
 // *ConfigError naming each listed tool that is not offered, or nil. At run
@@ -41,32 +81,27 @@ func (h *Host) MCPServerOffer(name string) (mcp.Offer, error) {
 func (h *Host) CheckMCPServers() error {
 	var diags hcl.Diagnostics
 	for _, m := range h.Config.MCPServers {
-		o, err := h.MCPServerOffer(m.Name)
-		if err != nil || !o.Reachable {
+		st, err := h.MCPServer(m.Name)
+		if err != nil || !st.Reachable {
 			continue
 		}
-		offered := map[string]mcp.OfferedTool{}
 		var usable []string
-		for _, t := range o.Tools {
-			offered[t.Name] = t
-			if t.Rejected == "" {
+		for _, t := range st.Tools {
+			switch {
+			case t.Rejected == "":
 				usable = append(usable, t.Name)
+			case st.Exposes(t.Name):
+				diags = append(diags, h.Config.ServerToolsDiagnostic(m.Name, "Server tool refused",
+					fmt.Sprintf("The server %q offers %q, but toolhost refuses it: %s.", m.Name, t.Name, t.Rejected)))
 			}
 		}
-		for _, name := range m.Tools {
-			t, ok := offered[name]
-			switch {
-			case !ok:
-				detail := fmt.Sprintf("The server %q does not offer a tool %q.", m.Name, name)
-				if s := plugin.Suggest(name, usable); len(s) > 0 {
-					detail += fmt.Sprintf(" Did you mean %q?", s[0])
-				}
-				detail += fmt.Sprintf(" It offers: %s.", strings.Join(usable, ", "))
-				diags = append(diags, h.Config.ServerToolsDiagnostic(m.Name, "Tool not offered by the server", detail))
-			case t.Rejected != "":
-				diags = append(diags, h.Config.ServerToolsDiagnostic(m.Name, "Server tool refused",
-					fmt.Sprintf("The server %q offers %q, but toolhost refuses it: %s.", m.Name, name, t.Rejected)))
+		for _, name := range st.NotOffered {
+			detail := fmt.Sprintf("The server %q does not offer a tool %q.", m.Name, name)
+			if s := plugin.Suggest(name, usable); len(s) > 0 {
+				detail += fmt.Sprintf(" Did you mean %q?", s[0])
 			}
+			detail += fmt.Sprintf(" It offers: %s.", strings.Join(usable, ", "))
+			diags = append(diags, h.Config.ServerToolsDiagnostic(m.Name, "Tool not offered by the server", detail))
 		}
 	}
 	if len(diags) == 0 {

@@ -57,3 +57,26 @@ func TestGuestReportsProgressAndLogs(t *testing.T) {
 		t.Errorf("progress with a message outside memory answered %s, want -EFAULT", got)
 	}
 }
+
+// TestGuestFloodsProgress: a guest reporting hundreds of times through the
+// pipeline gets its call answered, and its caller at most the host's cap of
+// reports, in increasing order.
+func TestGuestFloodsProgress(t *testing.T) {
+	h := newHost(t)
+	sp := guestSpec("hostile", "report")
+	sp.Tier = plugin.TierReadOnly
+	hostLoad(t, h, sp)
+	n := &notes{}
+	res, err := h.Invoke(context.Background(), plugin.Call{Name: sp.Name, Arguments: json.RawMessage(`{"n":600}`), Notify: n})
+	if err != nil || res.IsError {
+		t.Fatalf("report n=600: %v %v", err, res)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.got) != 256 {
+		t.Errorf("%d reports reached the caller, want the cap of 256", len(n.got))
+	}
+	if n.got[0] != "progress 1/600 step 1" || n.got[254] != "progress 128/600 step 128" {
+		t.Errorf("reports out of order: %q ... %q", n.got[0], n.got[254])
+	}
+}

@@ -207,8 +207,8 @@ func (h *Host) run(ctx context.Context, call Call, caller *nestedInvoker, parent
 	cs := &callState{Context: tctx, frame: callFrame{id: call.ID, depth: depth}}
 	ctx = cs
 	req := &cs.req
-	notify := newCallNotifier(call.Notify, secrets)
-	defer notify.close()
+	notify, closeNotify := newCallNotifier(call.Notify, secrets)
+	defer closeNotify()
 	*req = Request{
 		ID: call.ID, Name: call.Name, Arguments: args, Answers: call.Answers,
 		Spec: spec, Secrets: secrets, Log: e.log, Notify: notify,

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"math"
 	"sync"
 	"unicode/utf8"
 )
@@ -26,11 +27,12 @@ const (
 	maxNotificationLen = 4 << 10
 )
 
-// callNotifier is the Notifier a tool sees (Request.Notify). It passes what
-// the tool reports to the caller's Notifier, if any, with the call's secret
-// values redacted, messages cut to maxNotificationLen, at most
-// maxNotifications in all, progress that does not increase dropped (MCP
-// requires it to increase), and nothing after the call returned.
+// callNotifier is the Notifier a tool sees (Request.Notify) when its caller
+// listens. It passes what the tool reports on with the call's secret values
+// redacted and messages cut to maxNotificationLen; it drops progress that
+// does not increase (MCP requires it to) or is not finite (JSON has no NaN
+// or infinity), reports past maxNotifications, and anything after the call
+// returned.
 type callNotifier struct {
 	to      Notifier
 	secrets *Secrets
@@ -42,14 +44,27 @@ type callNotifier struct {
 	closed bool
 }
 
+// discard is the Notifier of a call nobody listens to.
+type discard struct{}
+
+func (discard) Progress(float64, float64, string) {}
+func (discard) Log(string, string)                {}
+
 // newCallNotifier returns the notifier of a call whose caller listens on
-// to (nil: nobody listens, and reports are dropped).
-func newCallNotifier(to Notifier, secrets *Secrets) *callNotifier {
-	return &callNotifier{to: to, secrets: secrets}
+// to, and the function that closes it when the call returns. Without a
+// listener it is discard: nothing to allocate on the common path.
+func newCallNotifier(to Notifier, secrets *Secrets) (Notifier, func()) {
+	if to == nil {
+		return discard{}, func() {}
+	}
+	n := &callNotifier{to: to, secrets: secrets}
+	return n, n.close
 }
 
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
 func (n *callNotifier) admit() bool {
-	if n.to == nil || n.closed || n.sent >= maxNotifications {
+	if n.closed || n.sent >= maxNotifications {
 		return false
 	}
 	n.sent++
@@ -71,7 +86,8 @@ func (n *callNotifier) clean(msg string) string {
 func (n *callNotifier) Progress(progress, total float64, message string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if progress != progress || (n.began && progress <= n.last) || !n.admit() { // NaN, or not increasing
+	// Not a number a client can decode (NaN, ±Inf), or not increasing.
+	if !finite(progress) || !finite(total) || (n.began && progress <= n.last) || !n.admit() {
 		return
 	}
 	n.began, n.last = true, progress

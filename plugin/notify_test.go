@@ -3,6 +3,7 @@ package plugin_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -45,8 +46,10 @@ func TestNotify(t *testing.T) {
 			n := req.Notify
 			kept = n
 			n.Progress(1, 10, "using "+secret)
-			n.Progress(1, 10, "again")  // not increasing: dropped
-			n.Progress(0.5, 10, "back") // dropped
+			n.Progress(1, 10, "again")              // not increasing: dropped
+			n.Progress(0.5, 10, "back")             // dropped
+			n.Progress(math.Inf(1), 10, "infinite") // dropped: JSON has no infinity
+			n.Progress(1.5, math.NaN(), "no total") // dropped
 			n.Progress(2, 10, "")
 			n.Log("warning", "key is "+secret)
 			n.Log("shouting", "an unknown level is info")
@@ -67,6 +70,9 @@ func TestNotify(t *testing.T) {
 
 	if got := len(rec.progress) + 3; got != 256 {
 		t.Errorf("%d reports reached the caller, want 256 (the cap)", got)
+	}
+	if strings.Contains(strings.Join(rec.messages, "|"), "infinite") || strings.Contains(strings.Join(rec.messages, "|"), "no total") {
+		t.Errorf("progress that is not finite reached the caller: %q", rec.messages[:4])
 	}
 	if rec.progress[0] != 1 || rec.progress[1] != 2 || rec.progress[2] != 3 {
 		t.Errorf("progress = %v..., want 1, 2, 3, ...", rec.progress[:3])

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -182,5 +183,24 @@ func TestRemoteServerTools(t *testing.T) {
 	r = runCLI(t, "", "tools", "--config", cfg, "--server", "everything")
 	if r.code != 0 || !strings.Contains(r.stdout, `lists them in tools = [...]: "get-summ".`) {
 		t.Errorf("tools --server with a tool not offered: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, "", "tools", "--config", cfg, "--server", "everything", "--json")
+	var out struct {
+		Reachable  bool
+		NotOffered []string `json:"not_offered"`
+		Tools      []struct {
+			Name    string
+			Exposed bool
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 0 {
+		t.Fatalf("tools --server --json: exit %d, %v\n%s", r.code, err, r.stdout)
+	}
+	exposed := map[string]bool{}
+	for _, tool := range out.Tools {
+		exposed[tool.Name] = tool.Exposed
+	}
+	if !out.Reachable || fmt.Sprint(out.NotOffered) != "[get-summ]" || !exposed["echo"] || exposed["get-sum"] || len(out.Tools) < 5 {
+		t.Errorf("tools --server --json = %+v", out)
 	}
 }

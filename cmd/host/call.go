@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -85,7 +86,12 @@ func (a *app) callCommand() *cobra.Command {
 // cannot (the configuration does not load, the tool is not there).
 func (a *app) toolHelp(c *cobra.Command, name string) {
 	h, err := a.open(c.Context(), nil)
-	if err != nil {
+	var ee *exitError
+	switch {
+	case errors.As(err, &ee):
+		fmt.Fprintf(a.stdout, "(cannot describe %q: the configuration does not load, as said above)\n\n", name)
+		return
+	case err != nil:
 		fmt.Fprintf(a.stdout, "(cannot describe %q: %v)\n\n", name, err)
 		return
 	}
@@ -198,8 +204,8 @@ func (a *app) printResult(res *plugin.Result, callErr error, asJSON bool) error 
 			fmt.Fprintf(a.stderr, "Error [%s]: %s\n", res.Code, strings.TrimPrefix(res.TextContent(), string(res.Code)+": "))
 		}
 		if res.Code == plugin.CodeToolNotFound || res.Code == plugin.CodeInvalidRequest {
-			// The call was refused before the tool ran: the command line
-			// named a tool that is not there or gave arguments it cannot take.
+			// The command line named a tool that is not there, or gave
+			// arguments that the schema check (or the tool itself) refused.
 			return &exitError{exitUsage}
 		}
 		return &exitError{exitToolError}

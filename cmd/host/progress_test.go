@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -86,5 +88,51 @@ func TestCompileProgressLog(t *testing.T) {
 	got := logs.String()
 	if n := strings.Count(got, "\n"); n != 1 || !strings.Contains(got, "[INFO]  compiled wasm modules") || !strings.Contains(got, "tools=3 failed=0") {
 		t.Errorf("want one info line for three compilations, got:\n%s", got)
+	}
+}
+
+// TestFirstRunSaysItCompiles: a host loading a wasm tool it has not
+// compiled before says so at info (stderr is not a terminal here); the next
+// run reads the module from cache_dir and says nothing of it.
+func TestFirstRunSaysItCompiles(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "ws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "config.hcl")
+	src := `host {
+  cache_dir = "./cache"
+  log_level = "info"
+}
+
+grants {
+  mount {
+    path = "./ws"
+  }
+}
+
+tool "filesystem.read" {
+  tier = "read_only"
+  wasm {
+    builtin = "filesystem"
+    tool    = "filesystem.read"
+  }
+  mount {
+    host_path  = "./ws"
+    guest_path = "/workspace"
+    read_only  = true
+  }
+}
+`
+	if err := os.WriteFile(cfg, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	first := runCLI(t, "", "tools", "--config", cfg)
+	if first.code != 0 || strings.Count(first.stderr, "compiled wasm modules") != 1 || !strings.Contains(first.stderr, "tools=1 failed=0") {
+		t.Fatalf("first run: exit %d, want one info line about compiling\n%s", first.code, first.stderr)
+	}
+	again := runCLI(t, "", "tools", "--config", cfg)
+	if again.code != 0 || strings.Contains(again.stderr, "compiled wasm modules") {
+		t.Errorf("second run: exit %d, want no word about compiling\n%s", again.code, again.stderr)
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -60,19 +59,9 @@ func (a *app) toolsCommand() *cobra.Command {
 // serverTools prints what a configured MCP server offers and which of its
 // tools the configuration exposes.
 func (a *app) serverTools(h *toolhost.Host, name string, asJSON bool) error {
-	o, err := h.MCPServerOffer(name)
+	st, err := h.MCPServer(name)
 	if err != nil {
 		return err
-	}
-	exposed := map[string]bool{}
-	url := ""
-	for _, m := range h.Config.MCPServers {
-		if m.Name == name {
-			url = m.URL
-			for _, t := range m.Tools {
-				exposed[t] = true
-			}
-		}
 	}
 	if asJSON {
 		type tool struct {
@@ -83,35 +72,34 @@ func (a *app) serverTools(h *toolhost.Host, name string, asJSON bool) error {
 			Rejected    string `json:"rejected,omitempty"`
 		}
 		out := struct {
-			Server    string `json:"server"`
-			URL       string `json:"url"`
-			Reachable bool   `json:"reachable"`
-			Reason    string `json:"reason,omitempty"`
-			Tools     []tool `json:"tools"`
-		}{Server: name, URL: url, Reachable: o.Reachable, Reason: o.Reason, Tools: []tool{}}
-		for _, t := range o.Tools {
-			out.Tools = append(out.Tools, tool{t.Name, t.Title, t.Description, exposed[t.Name], t.Rejected})
+			Server     string   `json:"server"`
+			URL        string   `json:"url"`
+			Reachable  bool     `json:"reachable"`
+			Reason     string   `json:"reason,omitempty"`
+			Tools      []tool   `json:"tools"`
+			NotOffered []string `json:"not_offered,omitempty"`
+		}{Server: name, URL: st.URL, Reachable: st.Reachable, Reason: st.Reason, Tools: []tool{}, NotOffered: st.NotOffered}
+		for _, t := range st.Tools {
+			out.Tools = append(out.Tools, tool{t.Name, t.Title, t.Description, st.Exposes(t.Name), t.Rejected})
 		}
 		if err := writeJSON(a.stdout, out); err != nil {
 			return err
 		}
-		if !o.Reachable {
+		if !st.Reachable {
 			return &exitError{exitToolError}
 		}
 		return nil
 	}
-	if !o.Reachable {
-		fmt.Fprintf(a.stderr, "Error: %s\n", o.Reason)
+	if !st.Reachable {
+		fmt.Fprintf(a.stderr, "Error: %s\n", st.Reason)
 		return &exitError{exitToolError}
 	}
-	fmt.Fprintf(a.stdout, "MCP server %q (%s) offers %d tool%s; tools = [...] exposes those marked yes.\n\n", name, url, len(o.Tools), plural(len(o.Tools)))
+	fmt.Fprintf(a.stdout, "MCP server %q (%s) offers %d tool%s; tools = [...] exposes those marked yes.\n\n", name, st.URL, len(st.Tools), plural(len(st.Tools)))
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tEXPOSED\tDESCRIPTION")
-	offered := map[string]bool{}
-	for _, t := range o.Tools {
-		offered[t.Name] = true
+	for _, t := range st.Tools {
 		yes := "no"
-		if exposed[t.Name] {
+		if st.Exposes(t.Name) {
 			yes = "yes"
 		}
 		desc := firstLine(t.Description)
@@ -123,15 +111,12 @@ func (a *app) serverTools(h *toolhost.Host, name string, asJSON bool) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	var missing []string
-	for t := range exposed {
-		if !offered[t] {
-			missing = append(missing, strconv.Quote(t))
+	if len(st.NotOffered) > 0 {
+		quoted := make([]string, len(st.NotOffered))
+		for i, t := range st.NotOffered {
+			quoted[i] = strconv.Quote(t)
 		}
-	}
-	if len(missing) > 0 {
-		sort.Strings(missing)
-		fmt.Fprintf(a.stdout, "\nNot offered by the server, although %s lists them in tools = [...]: %s.\n", a.g.config, strings.Join(missing, ", "))
+		fmt.Fprintf(a.stdout, "\nNot offered by the server, although %s lists them in tools = [...]: %s.\n", a.g.config, strings.Join(quoted, ", "))
 	}
 	return nil
 }
