@@ -24,6 +24,10 @@ type AuditRecord struct {
 	Truncated  bool      `json:"truncated,omitempty"`
 	Fuel       uint64    `json:"fuel,omitempty"`
 	NeedsInput bool      `json:"needs_input,omitempty"`
+	// Samples and Elicitations count the tool's requests that reached the
+	// caller's client (Request.Client); never their contents.
+	Samples      int `json:"samples,omitempty"`
+	Elicitations int `json:"elicitations,omitempty"`
 }
 
 // Audit decisions.

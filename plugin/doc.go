@@ -12,6 +12,12 @@
 //	input validation → deadline → execute → output validation →
 //	truncation for the model (full output kept as an artifact) → audit → result
 //
+// While it runs, a tool may report progress to its caller
+// (Request.Notify) and, when granted client.sampling or
+// client.elicitation, ask the caller's client for an LLM completion or its
+// user's input (Request.Client); the pipeline bounds, redacts and audits
+// both.
+//
 // Policy never comes from the tool: it comes from the [Spec] the operator (or
 // the host application) registers the tool under. A tool that declares more
 // capabilities than the host grants does not load.

@@ -217,6 +217,9 @@ func (h *Host) run(ctx context.Context, call Call, caller *nestedInvoker, parent
 		// Only a logger that writes anything needs the call ID attached.
 		req.Log = e.log.With("call_id", call.ID)
 	}
+	client, closeClient := newCallClient(call.Client, spec, secrets, req.Log)
+	defer closeClient(rec)
+	req.Client = client
 	if len(spec.Capabilities.Invoke) > 0 {
 		req.Invoker = &nestedInvoker{h: h, caller: e, frame: &cs.frame, budget: int64(spec.Limits.ToolInvocations)}
 	}

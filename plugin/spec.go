@@ -299,6 +299,14 @@ func (r HostRule) AllowsPort(port int) bool {
 
 func webPort(port int) bool { return port == 80 || port == 443 }
 
+// The names of the capabilities that are rights rather than resources, as
+// configuration writes them (capabilities = [...]).
+const (
+	CapSubprocess  = "tool.exec.subprocess"
+	CapSampling    = "client.sampling"
+	CapElicitation = "client.elicitation"
+)
+
 // Capabilities are the rights a tool declares, or the rights the operator
 // grants the host. The zero value grants nothing.
 type Capabilities struct {
@@ -312,6 +320,12 @@ type Capabilities struct {
 	Invoke []string
 	// Subprocess is tool.exec.subprocess: the right to run native code.
 	Subprocess bool
+	// Sampling is client.sampling: the right to ask the caller's client
+	// for a completion from its LLM while a call runs (Request.Client).
+	Sampling bool
+	// Elicitation is client.elicitation: the right to ask the caller's
+	// client to put a form to its user while a call runs (Request.Client).
+	Elicitation bool
 	// Env lists host environment variables a subprocess tool may receive.
 	Env []string
 }
@@ -329,6 +343,7 @@ type Limits struct {
 	HTTPRequests    int           // outgoing HTTP requests per call
 	HTTPResponse    int64         // bytes of one HTTP response body
 	ToolInvocations int           // nested tool calls per call
+	ClientRequests  int           // sampling and elicitation requests to the caller's client per call
 	LogEntries      int           // log lines per call
 	FileBytesRead   int64         // bytes read from mounts per call
 	VarSize         int64         // bytes of one plugin variable (wasm)
@@ -348,6 +363,7 @@ var defaultLimits = Limits{
 	HTTPRequests:    50,
 	HTTPResponse:    10 << 20,
 	ToolInvocations: 20,
+	ClientRequests:  16,
 	LogEntries:      1000,
 	FileBytesRead:   10 << 20,
 	VarSize:         1 << 20,
@@ -367,6 +383,7 @@ var maxLimits = Limits{
 	HTTPRequests:    10000,
 	HTTPResponse:    1 << 30,
 	ToolInvocations: 1000,
+	ClientRequests:  1000,
 	LogEntries:      1_000_000,
 	FileBytesRead:   1 << 34,
 	VarSize:         64 << 20,
@@ -392,6 +409,7 @@ func (l Limits) WithDefaults(d Limits) Limits {
 	setZero(&l.HTTPRequests, d.HTTPRequests)
 	setZero(&l.HTTPResponse, d.HTTPResponse)
 	setZero(&l.ToolInvocations, d.ToolInvocations)
+	setZero(&l.ClientRequests, d.ClientRequests)
 	setZero(&l.LogEntries, d.LogEntries)
 	setZero(&l.FileBytesRead, d.FileBytesRead)
 	setZero(&l.VarSize, d.VarSize)
@@ -442,6 +460,7 @@ func (l Limits) Check(max Limits) []LimitViolation {
 	chk("http_requests", int64(l.HTTPRequests), int64(max.HTTPRequests), num)
 	chk("http_response", l.HTTPResponse, max.HTTPResponse, FormatSize)
 	chk("tool_invocations", int64(l.ToolInvocations), int64(max.ToolInvocations), num)
+	chk("client_requests", int64(l.ClientRequests), int64(max.ClientRequests), num)
 	chk("log_entries", int64(l.LogEntries), int64(max.LogEntries), num)
 	chk("file_bytes_read", l.FileBytesRead, max.FileBytesRead, FormatSize)
 	chk("var_size", l.VarSize, max.VarSize, FormatSize)
@@ -452,7 +471,7 @@ func (l Limits) Check(max Limits) []LimitViolation {
 
 // CapabilityViolation is one right a tool declares that the host does not grant.
 type CapabilityViolation struct {
-	Kind   string // "mount", "host", "secret", "invoke", "subprocess", "env"
+	Kind   string // "mount", "host", "secret", "invoke", "capability", "env"
 	Detail string
 }
 
@@ -496,7 +515,13 @@ func (c Capabilities) Exceeding(grants Capabilities) []CapabilityViolation {
 		}
 	}
 	if c.Subprocess && !grants.Subprocess {
-		out = append(out, CapabilityViolation{Kind: "capability", Detail: "tool.exec.subprocess"})
+		out = append(out, CapabilityViolation{Kind: "capability", Detail: CapSubprocess})
+	}
+	if c.Sampling && !grants.Sampling {
+		out = append(out, CapabilityViolation{Kind: "capability", Detail: CapSampling})
+	}
+	if c.Elicitation && !grants.Elicitation {
+		out = append(out, CapabilityViolation{Kind: "capability", Detail: CapElicitation})
 	}
 	for _, e := range c.Env {
 		if !slices.Contains(grants.Env, e) {

@@ -298,7 +298,7 @@ func TestLimits(t *testing.T) {
 	d := plugin.DefaultLimits()
 	want := plugin.Limits{
 		Memory: 256 << 20, Timeout: 30 * time.Second, Fuel: 1_000_000_000, Output: 10 << 20, Preview: 16 << 10,
-		Arguments: 1 << 20, FileDescriptors: 32, HTTPRequests: 50, HTTPResponse: 10 << 20, ToolInvocations: 20,
+		Arguments: 1 << 20, FileDescriptors: 32, HTTPRequests: 50, HTTPResponse: 10 << 20, ToolInvocations: 20, ClientRequests: 16,
 		LogEntries: 1000, FileBytesRead: 10 << 20, VarSize: 1 << 20, Pool: 2, IdleTimeout: 5 * time.Minute,
 	}
 	if diff := cmp.Diff(want, d); diff != "" {

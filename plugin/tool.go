@@ -99,6 +99,13 @@ type Request struct {
 	// the tool runs (Notifier). Never nil: reports nobody listens to are
 	// dropped. The host redacts and caps what passes through it.
 	Notify Notifier
+	// Client asks the caller's client for a completion from its LLM or
+	// for its user's input while the tool runs (Client). Never nil: a tool
+	// not granted client.sampling or client.elicitation is refused with
+	// CAPABILITY_DENIED, and so is one whose caller has no client to ask
+	// (errors.Is(err, ErrNoClient)). The host bounds, redacts and audits
+	// what passes through it; requests end with the call.
+	Client Client
 }
 
 // DecodeArguments unmarshals the arguments into v.
@@ -127,6 +134,9 @@ type Call struct {
 	// Notify, when set, receives the progress and messages the tool
 	// reports while it runs (an MCP server sends them to its client).
 	Notify Notifier `json:"-"`
+	// Client, when set, answers the tool's sampling and elicitation
+	// requests (an MCP server asks its client). Nested calls get none.
+	Client Client `json:"-"`
 }
 
 // Content is one item of a result, shaped like MCP content.

@@ -629,8 +629,15 @@ func validSecretName(s string) bool {
 	return true
 }
 
-// The capability names a grants block may list.
-const capSubprocess = "tool.exec.subprocess"
+// The capability names a grants block may list; a tool block lists the
+// client ones (the subprocess block declares tool.exec.subprocess).
+const (
+	capSubprocess  = plugin.CapSubprocess
+	capSampling    = plugin.CapSampling
+	capElicitation = plugin.CapElicitation
+)
+
+var grantableCaps = []string{capSubprocess, capSampling, capElicitation}
 
 func (d *decoder) decodeGrants(g *rawGrants, cfg *Config) {
 	if g == nil {
@@ -657,8 +664,12 @@ func (d *decoder) decodeGrants(g *rawGrants, cfg *Config) {
 		switch c {
 		case capSubprocess:
 			cfg.Grants.Subprocess = true
+		case capSampling:
+			cfg.Grants.Sampling = true
+		case capElicitation:
+			cfg.Grants.Elicitation = true
 		default:
-			d.errorf(g.CapabilitiesRange, "Unknown capability", "%q is not a capability; the capabilities a grant may list are: %s.", c, capSubprocess)
+			d.errorf(g.CapabilitiesRange, "Unknown capability", "%q is not a capability.%s The capabilities a grant may list are %s.", c, didYouMean(c, grantableCaps), quoteList(grantableCaps))
 		}
 	}
 }
@@ -775,11 +786,32 @@ func (d *decoder) decodeTool(t *rawTool, cfg *Config) (plugin.Spec, bool) {
 	}
 	spec.Capabilities.Secrets = t.Secrets
 	spec.Capabilities.Invoke = t.Invoke
+	d.toolCapabilities(t, &spec)
 	if t.Limits != nil {
 		spec.Limits = d.decodeLimits(t.Limits)
 	}
 	d.composition(t, &spec, cfg)
 	return spec, len(d.diags.Errs()) == before
+}
+
+// toolCapabilities decodes a tool's capabilities = [...]: the rights to
+// ask the caller's client (client.sampling, client.elicitation).
+func (d *decoder) toolCapabilities(t *rawTool, spec *plugin.Spec) {
+	toolCaps := []string{capSampling, capElicitation}
+	for _, c := range t.Capabilities {
+		switch c {
+		case capSampling:
+			spec.Capabilities.Sampling = true
+		case capElicitation:
+			spec.Capabilities.Elicitation = true
+		case capSubprocess:
+			if len(t.Subprocess) == 0 {
+				d.errorf(t.CapabilitiesRange, "Capability without its source", "%q is the subprocess tier's; a tool declares it with a subprocess { } source block, not in capabilities.", c)
+			}
+		default:
+			d.errorf(t.CapabilitiesRange, "Unknown capability", "%q is not a capability a tool declares.%s A tool's capabilities are %s.", c, didYouMean(c, toolCaps), quoteList(toolCaps))
+		}
+	}
 }
 
 // composition applies the composition rule with a diagnostic at the
@@ -816,6 +848,17 @@ func (d *decoder) composition(t *rawTool, spec *plugin.Spec, cfg *Config) {
 	}
 	if spec.Capabilities.Subprocess && !g.Subprocess {
 		d.errorf(t.Subprocess[0].DefRange, "Capability not granted", "The tool %q runs native code in the subprocess tier, which needs the operator's explicit grant: grants { capabilities = [%q] }.", t.Name, capSubprocess)
+	}
+	for _, c := range []struct {
+		declared, granted bool
+		name              string
+	}{
+		{spec.Capabilities.Sampling, g.Sampling, capSampling},
+		{spec.Capabilities.Elicitation, g.Elicitation, capElicitation},
+	} {
+		if c.declared && !c.granted {
+			d.errorf(t.CapabilitiesRange, "Capability not granted", "The tool %q asks the caller's client (%s), which needs the operator's explicit grant: grants { capabilities = [%q] }.", t.Name, c.name, c.name)
+		}
 	}
 	for _, e := range spec.Capabilities.Env {
 		for _, v := range (plugin.Capabilities{Env: []string{e}}).Exceeding(g) {

@@ -113,7 +113,7 @@ func TestFullConfig(t *testing.T) {
 		Secrets:    []string{"API_KEY"},
 		Invoke:     []string{"*"},
 		Env:        []string{"LANG"},
-		Subprocess: true,
+		Subprocess: true, Sampling: true, Elicitation: true,
 	}
 	if diff := cmp.Diff(wantGrants, cfg.Grants); diff != "" {
 		t.Errorf("grants (-want +got):\n%s", diff)
@@ -146,7 +146,7 @@ func TestFullConfig(t *testing.T) {
 	}
 	wantLimits := plugin.Limits{
 		Memory: 64 << 20, Timeout: 5 * time.Second, Fuel: 5000000, Output: 1 << 20, Arguments: 4096,
-		FileDescriptors: 8, HTTPRequests: 3, HTTPResponse: 2 << 20, ToolInvocations: 2, LogEntries: 100,
+		FileDescriptors: 8, HTTPRequests: 3, HTTPResponse: 2 << 20, ToolInvocations: 2, ClientRequests: 3, LogEntries: 100,
 		FileBytesRead: 1 << 20, VarSize: 64 << 10, Pool: 4, IdleTimeout: 24 * time.Hour,
 	}
 	if diff := cmp.Diff(wantLimits, cv.Limits); diff != "" {
@@ -162,6 +162,9 @@ func TestFullConfig(t *testing.T) {
 		Hosts:   []plugin.HostRule{{Host: "en.wikipedia.org"}},
 		Secrets: []string{"API_KEY"},
 		Invoke:  []string{"count_vowels"},
+		// client.sampling and client.elicitation: the tool may ask the
+		// caller's client.
+		Sampling: true, Elicitation: true,
 	}
 	if diff := cmp.Diff(wantCaps, wiki.Capabilities); diff != "" {
 		t.Errorf("wiki.fetch capabilities (-want +got):\n%s", diff)

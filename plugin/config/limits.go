@@ -38,6 +38,7 @@ var limitFields = []struct {
 	{"http_requests", countLimit, func(l *plugin.Limits, v int64) { l.HTTPRequests = int(v) }},
 	{"http_response", sizeLimit, func(l *plugin.Limits, v int64) { l.HTTPResponse = v }},
 	{"tool_invocations", countLimit, func(l *plugin.Limits, v int64) { l.ToolInvocations = int(v) }},
+	{"client_requests", countLimit, func(l *plugin.Limits, v int64) { l.ClientRequests = int(v) }},
 	{"log_entries", countLimit, func(l *plugin.Limits, v int64) { l.LogEntries = int(v) }},
 	{"file_bytes_read", sizeLimit, func(l *plugin.Limits, v int64) { l.FileBytesRead = v }},
 	{"var_size", sizeLimit, func(l *plugin.Limits, v int64) { l.VarSize = v }},

@@ -103,6 +103,7 @@ type rawTool struct {
 	Hosts         []string        `hcl:"hosts,optional"`
 	Secrets       []string        `hcl:"secrets,optional"`
 	Invoke        []string        `hcl:"invoke,optional"`
+	Capabilities  []string        `hcl:"capabilities,optional"`
 	Wasm          []*rawWasm      `hcl:"wasm,block"`
 	Subprocess    []*rawSubproc   `hcl:"subprocess,block"`
 	Go            []*rawGo        `hcl:"go,block"`
@@ -116,6 +117,7 @@ type rawTool struct {
 	HostsRange         hcl.Range `hcl:"hosts,attr_value_range"`
 	SecretsRange       hcl.Range `hcl:"secrets,attr_value_range"`
 	InvokeRange        hcl.Range `hcl:"invoke,attr_value_range"`
+	CapabilitiesRange  hcl.Range `hcl:"capabilities,attr_value_range"`
 	AllowUnsignedRange hcl.Range `hcl:"allow_unsigned,attr_value_range"`
 	DefRange           hcl.Range `hcl:",def_range"`
 }

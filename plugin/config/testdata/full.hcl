@@ -22,7 +22,7 @@ grants {
   secrets      = ["API_KEY"]
   invoke       = ["*"]
   env          = ["LANG"]
-  capabilities = ["tool.exec.subprocess"]
+  capabilities = ["tool.exec.subprocess", "client.sampling", "client.elicitation"]
 }
 
 secret "API_KEY" {
@@ -54,6 +54,7 @@ tool "count_vowels" {
     http_requests    = 3
     http_response    = "2MiB"
     tool_invocations = 2
+    client_requests  = 3
     log_entries      = 100
     file_bytes_read  = "1MiB"
     var_size         = "64KiB"
@@ -74,9 +75,10 @@ tool "wiki.fetch" {
     guest_path = "/workspace"
     read_only  = true
   }
-  hosts   = ["en.wikipedia.org"]
-  secrets = ["API_KEY"]
-  invoke  = ["count_vowels"]
+  hosts        = ["en.wikipedia.org"]
+  secrets      = ["API_KEY"]
+  invoke       = ["count_vowels"]
+  capabilities = ["client.sampling", "client.elicitation"]
 }
 
 tool "git.log" {

@@ -46,3 +46,8 @@ mcp_server "writer" {
   tier  = "root"
   timeout = "forever"
 }
+
+tool "asker" {
+  go {}
+  capabilities = ["client.sampling", "client.elicitaton"]
+}
