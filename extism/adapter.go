@@ -18,6 +18,8 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/toolhost/toolhost/extism/internal/fuel"
+	"github.com/toolhost/toolhost/extism/internal/guestmem"
+	"github.com/toolhost/toolhost/extism/internal/hostfs"
 	"github.com/toolhost/toolhost/internal/netguard"
 	"github.com/toolhost/toolhost/plugin"
 )
@@ -116,14 +118,14 @@ type Adapter struct {
 	xforms    []Transform
 	lookup    LookupFunc
 	tmpBase   string
-	tmps      tmpDirs    // per-call /tmp directories, recycled while untouched
-	fuel      bool       // the fuel limit applies (modules are always metered)
-	lanes     *fuel.Gate // shared by every call's meter
-	snap      bool       // pre-initialise modules (snapshot.go)
-	snapSeed  []byte     // per-host secret the snapshots' random state is derived from
-	mem       memPool    // guest memories of closed instances, cleared, for reuse
-	modDir    string     // transformed modules, under the cache directory
-	cacheDir  string     // wazero's compilation cache; "" in memory
+	tmps      hostfs.TmpDirs // per-call /tmp directories, recycled while untouched
+	fuel      bool           // the fuel limit applies (modules are always metered)
+	lanes     *fuel.Gate     // shared by every call's meter
+	snap      bool           // pre-initialise modules (snapshot.go)
+	snapSeed  []byte         // per-host secret the snapshots' random state is derived from
+	mem       guestmem.Pool  // guest memories of closed instances, cleared, for reuse
+	modDir    string         // transformed modules, under the cache directory
+	cacheDir  string         // wazero's compilation cache; "" in memory
 	onCompile func(CompileEvent)
 	lists     listings
 
@@ -154,7 +156,7 @@ func New(cfg Config) (*Adapter, error) {
 		xforms:    append([]Transform(nil), cfg.Transforms...),
 		lookup:    cfg.Lookup,
 		tmpBase:   cfg.TempDir,
-		tmps:      tmpDirs{base: cfg.TempDir},
+		tmps:      hostfs.TmpDirs{Base: cfg.TempDir},
 		fuel:      !cfg.DisableFuel,
 		lanes:     fuel.NewGate(longCallLanes(cfg.LongCallLanes), longCall),
 		snap:      !cfg.DisableSnapshots,
@@ -228,8 +230,8 @@ func (a *Adapter) Close() error {
 		errs = append(errs, t.Close())
 	}
 	errs = append(errs, a.cache.Close(context.Background()))
-	a.mem.drain()
-	a.tmps.close()
+	a.mem.Drain()
+	a.tmps.Close()
 	return errors.Join(errs...)
 }
 

@@ -29,4 +29,28 @@
 // stopped and its instance discarded), output size, variable size, HTTP
 // response size and the per-call counters. Exceeding one yields a
 // LIMIT_EXCEEDED *plugin.Error naming the limit.
+//
+// Where things are. This package orchestrates; each concern it uses is a
+// package of its own under internal/, which knows nothing of this one:
+//
+//   - internal/hostfs: what a guest sees of the host's files — mounts over
+//     os.Root (the security boundary), the per-call /tmp directories, and
+//     the batched reading behind toolhost_fs_submit/take.
+//   - internal/guestmem: guest linear memories — the memory limit, address
+//     space reserved outside the Go heap, recycling between instances.
+//   - internal/callproto: the JSON a tool plugin receives and answers.
+//   - internal/fuel: instruction metering, and the lanes that keep long
+//     calls from taking every CPU.
+//   - internal/snapshot: a Go guest's initialisation run once at load.
+//   - internal/wasmbin, internal/fold, internal/wasi: the wasm binary
+//     format, ASCII case folding, WASI errno values.
+//
+// The network guard (resolved-address checks, allow-lists, redirects,
+// secrets in HTTP traffic) is toolhost/internal/netguard, shared with the
+// subprocess tier. Here: adapter.go (the plugin.Adapter, Load, Ready),
+// module.go (artifacts, compilation), tool.go (a tool, its instance pool
+// and Call), instance.go (one instance's life and limits), direct.go (the
+// call path around go-sdk), snapshot.go, and one file per group of host
+// functions (hostfuncs.go, fsbatch.go, notify.go, hostconfig.go,
+// extismhttp.go).
 package extism

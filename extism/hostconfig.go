@@ -4,6 +4,8 @@ import (
 	"context"
 
 	extism "github.com/extism/go-sdk"
+
+	"github.com/toolhost/toolhost/extism/internal/wasi"
 )
 
 // hostConfigGet is the host function that reads a key of the plugin's
@@ -25,23 +27,23 @@ func configGet(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
 	inst := instanceFrom(ctx)
 	ret := func(v int32) { stack[0] = uint64(uint32(v)) }
 	if inst == nil || inst.p == nil {
-		ret(-wasiENOSYS)
+		ret(-wasi.ENOSYS)
 		return
 	}
 	mem := inst.moduleMemory()
 	key, ok := guestBytes(mem, stack[0], stack[1])
 	out, ok2 := guestBytes(mem, stack[2], stack[3])
 	if mem == nil || !ok || !ok2 {
-		ret(-wasiEFAULT)
+		ret(-wasi.EFAULT)
 		return
 	}
 	v, found := inst.p.Config[string(key)]
 	if !found {
-		ret(-wasiENOENT)
+		ret(-wasi.ENOENT)
 		return
 	}
 	if len(v) > 1<<30 {
-		ret(-wasiEFAULT) // no guest buffer could hold it
+		ret(-wasi.EFAULT) // no guest buffer could hold it
 		return
 	}
 	if len(v) <= len(out) {

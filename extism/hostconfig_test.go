@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/toolhost/toolhost/extism/internal/wasi"
 )
 
 // TestConfigGet calls toolhost_config_get directly: the value of a key of
@@ -25,9 +27,9 @@ func TestConfigGet(t *testing.T) {
 		{"a value longer than the buffer", map[string]any{"key": "long", "buf": 16}, int32(len(long)), ""},
 		{"a long value", map[string]any{"key": "long", "buf": 512}, int32(len(long)), long},
 		{"an empty value", map[string]any{"key": "empty", "buf": 8}, 0, ""},
-		{"a key not set", map[string]any{"key": "missing", "buf": 8}, -wasiENOENT, ""},
-		{"no key", map[string]any{"key": "", "buf": 8}, -wasiENOENT, ""},
-		{"a buffer outside memory", map[string]any{"key": "greeting", "bad_pointer": true}, -wasiEFAULT, ""},
+		{"a key not set", map[string]any{"key": "missing", "buf": 8}, -wasi.ENOENT, ""},
+		{"no key", map[string]any{"key": "", "buf": 8}, -wasi.ENOENT, ""},
+		{"a buffer outside memory", map[string]any{"key": "greeting", "bad_pointer": true}, -wasi.EFAULT, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := call(t, tool, &spec, tc.args, nil)

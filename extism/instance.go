@@ -20,6 +20,8 @@ import (
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 
 	"github.com/toolhost/toolhost/extism/internal/fuel"
+	"github.com/toolhost/toolhost/extism/internal/guestmem"
+	"github.com/toolhost/toolhost/extism/internal/hostfs"
 	"github.com/toolhost/toolhost/internal/netguard"
 	"github.com/toolhost/toolhost/plugin"
 )
@@ -30,14 +32,14 @@ import (
 type instance struct {
 	t      *wasmTool
 	p      *extism.Plugin
-	tmp    *tmpDir
-	tmpFS  *rootFS
-	mounts []*rootFS
+	tmp    *hostfs.TmpDir
+	tmpFS  *hostfs.FS
+	mounts []*hostfs.FS
 
 	stdin  bytes.Reader
 	stdout capWriter
 	stderr lineLogger
-	mem    memLimiter
+	mem    guestmem.Allocator
 
 	// Per call; set by begin.
 	spec      *plugin.Spec
@@ -49,8 +51,8 @@ type instance struct {
 	log       hclog.Logger
 	cancel    context.CancelFunc
 	fileBytes atomic.Int64
-	batch     *batchReader // toolhost_fs_submit's reading, if any
-	direct    *directCall  // call_tool without go-sdk's per-call work (direct.go)
+	batch     *hostfs.BatchReader // toolhost_fs_submit's reading, if any
+	direct    *directCall         // call_tool without go-sdk's per-call work (direct.go)
 	httpCount int
 	// extismHTTP is the last response of Extism's own http_request.
 	extismHTTP extismHTTPState
@@ -81,9 +83,9 @@ func (t *wasmTool) newInstance(ctx context.Context, spec *plugin.Spec) (_ *insta
 	}
 	inst := &instance{t: t, spec: spec, limits: t.limits}
 	t.live.Add(1)
-	inst.mem.limit.Store(uint64(t.limits.Memory))
-	inst.mem.pool = &t.a.mem
-	inst.mem.onHit = inst.memoryHit
+	inst.mem.SetLimit(uint64(t.limits.Memory))
+	inst.mem.Pool = &t.a.mem
+	inst.mem.OnHit = inst.memoryHit
 	inst.stdout.inst = inst
 	inst.stderr.inst = inst
 	defer func() {
@@ -91,7 +93,7 @@ func (t *wasmTool) newInstance(ctx context.Context, spec *plugin.Spec) (_ *insta
 			inst.close()
 		}
 	}()
-	inst.tmp, err = t.a.tmps.get()
+	inst.tmp, err = t.a.tmps.Get()
 	if err != nil {
 		return nil, fmt.Errorf("per-call temp dir: %w", err)
 	}
@@ -102,13 +104,13 @@ func (t *wasmTool) newInstance(ctx context.Context, spec *plugin.Spec) (_ *insta
 		if err != nil {
 			return nil, fmt.Errorf("mount %s: %w", guest, err)
 		}
-		rfs := &rootFS{root: r, guest: guest, readOnly: m.ReadOnly, meter: inst}
+		rfs := hostfs.Mount(r, guest, m.ReadOnly, inst)
 		inst.mounts = append(inst.mounts, rfs)
 		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(rfs, guest)
 	}
-	// The temp dir's root belongs to the pool: this instance's rootFS
-	// does not close it.
-	inst.tmpFS = &rootFS{root: inst.tmp.root, guest: "/tmp", meter: inst}
+	// The temp dir's root belongs to the pool: this instance's FS does
+	// not close it.
+	inst.tmpFS = inst.tmp.Mount("/tmp", inst)
 	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(inst.tmpFS, "/tmp")
 	mc := wazero.NewModuleConfig().
 		WithFSConfig(fsc).
@@ -127,13 +129,13 @@ func (t *wasmTool) newInstance(ctx context.Context, spec *plugin.Spec) (_ *insta
 			plugin.FormatSize(int64(m)), plugin.FormatSize(t.limits.Memory))
 	}
 	if !t.snap.noPlan.Load() {
-		inst.mem.plan = t.snap.plan
+		inst.mem.Expect(t.snap.plan)
 	}
 	inst.p, err = t.compiled.Instance(ictx, extism.PluginInstanceConfig{ModuleConfig: mc})
 	if err != nil {
 		return nil, fmt.Errorf("instantiate: %w", err)
 	}
-	if inst.mem.planned && !inst.planWentToModule() {
+	if inst.mem.Planned() && !inst.mem.PlanWentToModule(inst.kernelStart()) {
 		// The memory spared clearing under the segments was not the
 		// module's own: discard the instance, and clear in full from now on.
 		t.snap.noPlan.Store(true)
@@ -141,7 +143,7 @@ func (t *wasmTool) newInstance(ctx context.Context, spec *plugin.Spec) (_ *insta
 		inst.close()
 		return t.newInstance(ctx, spec)
 	}
-	inst.mem.plan = nil
+	inst.mem.Expect(nil)
 	inst.p.SetLogger(inst.guestLog)
 	if t.info.initName != "" && !t.snap.on { // a snapshot's initialiser is a no-op
 		ictx, cancel := context.WithTimeout(ctx, t.limits.Timeout)
@@ -150,7 +152,7 @@ func (t *wasmTool) newInstance(ctx context.Context, spec *plugin.Spec) (_ *insta
 		// carrying the calling tool's meter.
 		ictx = fuel.WithMeter(context.WithValue(ictx, instKey{}, inst), fuel.NewMeter(fuel.DefaultBudget))
 		if _, _, err := inst.p.CallWithContext(ictx, initExport, nil); err != nil {
-			if inst.mem.hit.Load() {
+			if inst.mem.Hit() {
 				return nil, plugin.LimitError("memory", "guest initialisation needs more than the %s memory limit", plugin.FormatSize(t.limits.Memory))
 			}
 			return nil, fmt.Errorf("guest initialisation (%s): %w%s", t.info.initName, err, inst.stderr.tail())
@@ -161,22 +163,23 @@ func (t *wasmTool) newInstance(ctx context.Context, spec *plugin.Spec) (_ *insta
 	return inst, nil
 }
 
-// planWentToModule reports whether the data plan was used for the module's
-// own memory: there were two memories, and the first, spared nothing, is
-// the Extism kernel's.
-func (inst *instance) planWentToModule() bool {
-	if len(inst.mem.made) != 2 || inst.mem.first == nil {
-		return false
+// kernelStart is where the Extism kernel's memory starts, or nil.
+func (inst *instance) kernelStart() *byte {
+	if inst.p == nil {
+		return nil
 	}
 	view, ok := inst.p.Memory().Read(0, 1)
-	return ok && &view[0] == inst.mem.first
+	if !ok {
+		return nil
+	}
+	return &view[0]
 }
 
 // begin binds the instance to a call.
 func (inst *instance) begin(ctx context.Context, req *plugin.Request, spec *plugin.Spec, limits plugin.Limits, cancel context.CancelFunc) {
 	inst.spec, inst.limits = spec, limits
 	inst.guard = netguard.New(spec.Capabilities.Hosts, inst.t.a.lookup)
-	inst.mem.limit.Store(uint64(limits.Memory))
+	inst.mem.SetLimit(uint64(limits.Memory))
 	inst.p.MaxVarBytes = limits.VarSize
 	inst.p.Timeout = 0 // the call's context carries the deadline
 	inst.req = req
@@ -254,8 +257,9 @@ func (inst *instance) memoryHit() {
 	inst.abort(plugin.LimitError("memory", "the tool needed more than its %s memory limit", plugin.FormatSize(inst.limits.Memory)))
 }
 
-// fileRead counts n bytes read from a mount; false means the limit is hit.
-func (inst *instance) fileRead(n int64) bool {
+// FileRead counts n bytes read from a mount; false means the limit is hit
+// (hostfs.Meter).
+func (inst *instance) FileRead(n int64) bool {
 	if inst.req == nil {
 		return true
 	}
@@ -322,50 +326,38 @@ func (inst *instance) close() {
 		inst.p = nil
 	}
 	for _, m := range inst.mounts {
-		m.close()
-		m.root.Close()
+		m.Close()
 	}
 	inst.mounts = nil
 	if inst.tmpFS != nil {
-		inst.tmpFS.close()
+		inst.tmpFS.Close()
 		inst.tmpFS = nil
 	}
 	if inst.tmp != nil {
-		if err := inst.t.a.tmps.put(inst.tmp); err != nil {
-			inst.t.log.Warn("removing per-call temp dir", "dir", inst.tmp.path, "error", err)
+		if err := inst.t.a.tmps.Put(inst.tmp); err != nil {
+			inst.t.log.Warn("removing per-call temp dir", "dir", inst.tmp.Path(), "error", err)
 		}
 		inst.tmp = nil
 	}
 }
 
-// stopBatch stops the call's batch reading (batchread.go), if any: its
+// stopBatch stops the call's batch reading (fsbatch.go), if any: its
 // goroutines end, its directories are closed.
 func (inst *instance) stopBatch() {
 	if inst.batch != nil {
-		inst.batch.stop()
+		inst.batch.Stop()
 		inst.batch = nil
 	}
 }
 
-// moduleMemory is the guest module's own memory (the Extism kernel has the
-// other), as it is now, or nil if it cannot be told apart.
-func (inst *instance) moduleMemory() []byte {
-	if len(inst.mem.made) != 2 || inst.p == nil {
-		return nil
-	}
-	k, ok0 := inst.mem.made[0].(memoryBytes)
-	m, ok1 := inst.mem.made[1].(memoryBytes)
-	kernel, ok := inst.p.Memory().Read(0, 1)
-	if !ok0 || !ok1 || !ok || cap(k.bytes()) == 0 || &kernel[0] != &k.bytes()[:1][0] {
-		return nil
-	}
-	return m.bytes()
+// filesystems are the instance's mounts and its /tmp.
+func (inst *instance) filesystems() []*hostfs.FS {
+	return append(inst.mounts[:len(inst.mounts):len(inst.mounts)], inst.tmpFS)
 }
 
-// memoryBytes is a guest memory made by memLimiter.
-type memoryBytes interface{ bytes() []byte }
-
-func (l *linearMemory) bytes() []byte { return l.buf }
+// moduleMemory is the guest module's own memory (the Extism kernel has the
+// other), as it is now, or nil if it cannot be told apart.
+func (inst *instance) moduleMemory() []byte { return inst.mem.ModuleMemory(inst.kernelStart()) }
 
 // capWriter is a guest's stdout: the fast output path. Writing past the
 // output limit aborts the call.
@@ -444,79 +436,3 @@ func (l *lineLogger) tail() string {
 	}
 	return "\nguest stderr:\n" + s
 }
-
-// memLimiter is a wazero memory allocator that refuses to grow a memory past
-// the tool's limit and remembers that it did, so the failure is reported as
-// LIMIT_EXCEEDED (memory) rather than as a guest crash.
-type memLimiter struct {
-	limit atomic.Uint64
-	hit   atomic.Bool
-	onHit func()
-	pool  *memPool // recycled reservations (unix)
-
-	// Instantiation bookkeeping for dataPlan (mem_unix.go): the plan of the
-	// module's own memory, every memory made (in order), where the first
-	// one starts if it is mapped, and whether a plan was used.
-	plan    *dataPlan
-	made    []experimental.LinearMemory
-	first   *byte
-	planned bool
-}
-
-// Allocate implements experimental.MemoryAllocator.
-func (m *memLimiter) Allocate(capacity, max uint64) experimental.LinearMemory {
-	limit := m.limit.Load()
-	if max > limit {
-		max = limit
-	}
-	var lm experimental.LinearMemory
-	if mm := mapMemory(m, max); mm != nil {
-		lm = mm
-	} else {
-		lm = &linearMemory{lim: m, buf: make([]byte, 0, min(capacity, limit))}
-	}
-	m.made = append(m.made, lm)
-	return lm
-}
-
-// refuse records that a memory was asked to grow past the limit.
-func (m *memLimiter) refuse() {
-	m.hit.Store(true)
-	if m.onHit != nil {
-		m.onHit()
-	}
-}
-
-// linearMemory is a guest memory on the Go heap, grown by copying. It is
-// the fallback where address space cannot be reserved (see mappedMemory).
-type linearMemory struct {
-	lim *memLimiter
-	buf []byte
-}
-
-// Reallocate implements experimental.LinearMemory.
-func (l *linearMemory) Reallocate(size uint64) []byte {
-	limit := l.lim.limit.Load()
-	if size > limit {
-		l.lim.refuse()
-		return nil
-	}
-	if size <= uint64(cap(l.buf)) {
-		l.buf = l.buf[:size]
-		return l.buf
-	}
-	newCap := uint64(cap(l.buf)) * 2
-	if newCap < size {
-		newCap = size
-	}
-	if newCap > limit {
-		newCap = limit
-	}
-	nb := make([]byte, size, newCap)
-	copy(nb, l.buf)
-	l.buf = nb
-	return nb
-}
-
-// Free implements experimental.LinearMemory.
-func (l *linearMemory) Free() { l.buf = nil }

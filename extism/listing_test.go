@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+
 	"github.com/toolhost/toolhost/extism/builtin"
 	"github.com/toolhost/toolhost/plugin"
 )

@@ -5,6 +5,8 @@ import (
 	"math"
 
 	extism "github.com/extism/go-sdk"
+
+	"github.com/toolhost/toolhost/extism/internal/wasi"
 )
 
 // hostProgress is the host function a guest reports its progress with.
@@ -22,13 +24,13 @@ func progress(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
 	inst := instanceFrom(ctx)
 	ret := func(v int32) { stack[0] = uint64(uint32(v)) }
 	if inst == nil || inst.req == nil || inst.p == nil {
-		ret(-wasiENOSYS)
+		ret(-wasi.ENOSYS)
 		return
 	}
 	inst.stopIfOver()
 	msg, ok := guestBytes(inst.moduleMemory(), stack[2], stack[3])
 	if !ok {
-		ret(-wasiEFAULT)
+		ret(-wasi.EFAULT)
 		return
 	}
 	if n := inst.req.Notify; n != nil {

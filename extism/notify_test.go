@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/toolhost/toolhost/extism/internal/wasi"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -53,7 +54,7 @@ func TestGuestReportsProgressAndLogs(t *testing.T) {
 	if fmt.Sprint(n.got) != fmt.Sprint(want) {
 		t.Errorf("notifications:\n got %q\nwant %q", n.got, want)
 	}
-	if got := string(res.StructuredContent); got != fmt.Sprintf(`{"bad_pointer":%d}`, -wasiEFAULT) {
+	if got := string(res.StructuredContent); got != fmt.Sprintf(`{"bad_pointer":%d}`, -wasi.EFAULT) {
 		t.Errorf("progress with a message outside memory answered %s, want -EFAULT", got)
 	}
 }

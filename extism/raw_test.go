@@ -2,7 +2,6 @@ package extism
 
 import (
 	"encoding/json"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -110,73 +109,4 @@ func TestFastOutput(t *testing.T) {
 			t.Fatalf("secret not redacted from %d bytes of output", len(res.TextContent()))
 		}
 	})
-	for _, tc := range []struct{ name, out string }{
-		{"ref past the end", "{\"content\":[{\"type\":\"text\",\"textRef\":[0,10]}]}\nabc"},
-		{"negative ref", "{\"content\":[{\"type\":\"text\",\"textRef\":[-1,2]}]}\nabc"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			head, tail := splitFast([]byte(tc.out))
-			if _, err := decodeCallToolOutput(head, tail); err == nil {
-				t.Fatal("accepted")
-			}
-		})
-	}
-	// The common shape's shortcut decodes as the general decoder does, and
-	// takes nothing else.
-	const ref = "{\"content\":[{\"type\":\"text\",\"textRef\":[0,"
-	for _, tc := range []struct {
-		out  string
-		take bool
-	}{
-		{ref + "3]}]}\nabc", true},
-		{ref + "0]}]}\n", true},
-		{ref + "4]}]}\na\xffbc", true},
-		{ref + "2]}]}\nabc", false},  // a reference to part of the bytes
-		{ref + "03]}]}\nabc", false}, // not JSON
-		{ref + "+3]}]}\nabc", false}, // not JSON
-		{ref + "3]}],\"isError\":true}\nabc", false},
-	} {
-		head, tail := splitFast([]byte(tc.out))
-		got := decodeRawText(head, tail)
-		if (got != nil) != tc.take {
-			t.Errorf("%q: shortcut taken %v, want %v", tc.out, got != nil, tc.take)
-			continue
-		}
-		if want, err := decodeCallToolJSON(head, tail); got != nil && (err != nil || !reflect.DeepEqual(got, want)) {
-			t.Errorf("%q: shortcut %+v, general %+v, %v", tc.out, got, want, err)
-		}
-	}
-	t.Run("invalid UTF-8 in raw text", func(t *testing.T) {
-		head, tail := splitFast([]byte("{\"content\":[{\"type\":\"text\",\"textRef\":[0,3]}]}\na\xffb"))
-		res, err := decodeCallToolOutput(head, tail)
-		if err != nil || res.Content[0].Text != "a\uFFFDb" {
-			t.Fatalf("%+v %v", res, err)
-		}
-	})
-}
-
-// TestCallToolInput: the input written by hand decodes as encoding/json's
-// encoding of the same call does, for names that need escaping and with
-// answers or without.
-func TestCallToolInput(t *testing.T) {
-	for _, name := range []string{"filesystem.read", `q"uote\back<slash>`, "ünïcode\u2028"} {
-		for _, answers := range []map[string]json.RawMessage{nil, {"q1": json.RawMessage(`"yes"`)}} {
-			args := json.RawMessage(`{"path":"a<b>&c","n":[1,{"x":null}]}`)
-			spec := &plugin.Spec{Name: "tool", Source: plugin.Source{Tool: name}}
-			tool := &wasmTool{spec: spec, inputHead: callToolHead(name)}
-			got, err := tool.callToolInput(args, answers)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, _ := json.Marshal(callToolInput{Params: callToolParams{Name: name, Arguments: args, Answers: answers}})
-			var g, w any
-			if err := json.Unmarshal(got, &g); err != nil {
-				t.Fatalf("%s: %v", got, err)
-			}
-			json.Unmarshal(want, &w)
-			if !reflect.DeepEqual(g, w) {
-				t.Errorf("got %s\nwant %s", got, want)
-			}
-		}
-	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/toolhost/toolhost/extism/internal/guestmem"
 	"github.com/toolhost/toolhost/extism/internal/snapshot"
 	"github.com/toolhost/toolhost/extism/internal/wasmbin"
 	"github.com/toolhost/toolhost/plugin"
@@ -53,8 +54,8 @@ type snapState struct {
 	// bytes (for every module, snapshot or not).
 	minMemory uint64
 	// plan is what instantiating a snapshot writes into its memory
-	// (dataPlan); noPlan turns its use off (see newInstance).
-	plan   *dataPlan
+	// (guestmem.Plan); noPlan turns its use off (see newInstance).
+	plan   *guestmem.Plan
 	noPlan atomic.Bool
 
 	// The plain module, compiled on the first instance whose mounts differ
@@ -187,7 +188,7 @@ func (t *wasmTool) noteSnapshot(code []byte) {
 	}
 	if info, ok := snapshot.Describe(code); ok {
 		t.snap.on, t.snap.preopens = true, info.Preopens
-		t.snap.plan = newDataPlan(code, t.snap.minMemory)
+		t.snap.plan = guestmem.NewPlan(code, t.snap.minMemory)
 	}
 }
 

@@ -48,7 +48,7 @@ func snapBenchHost(b *testing.B, off, noRecycled bool, pool int) (*plugin.Host, 
 		b.Fatal(err)
 	}
 	if noRecycled {
-		a.mem.drain() // a drained pool keeps nothing
+		a.mem.Drain() // a drained pool keeps nothing
 	}
 	sp := plugin.Spec{
 		Name:         "filesystem.search",

@@ -19,6 +19,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/toolhost/toolhost/extism/internal/callproto"
 	"github.com/toolhost/toolhost/extism/internal/fuel"
 	"github.com/toolhost/toolhost/internal/compilehook"
 	"github.com/toolhost/toolhost/internal/netguard"
@@ -100,7 +101,7 @@ func newTool(a *Adapter, spec *plugin.Spec, m mode, info *moduleInfo, code []byt
 		quit:    make(chan struct{}),
 	}
 	t.transport = netguard.NewTransport()
-	t.inputHead = callToolHead(guestToolName(spec))
+	t.inputHead = callproto.Head(guestToolName(spec))
 	if lim.Pool > 0 {
 		t.pool = newInstPool(lim.Pool)
 		t.soon = time.AfterFunc(time.Hour, func() {
@@ -351,7 +352,7 @@ func (t *wasmTool) describe(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list_tools: %w", err)
 	}
-	var lt listToolsOutput
+	var lt callproto.ListOutput
 	if err := json.Unmarshal(out, &lt); err != nil {
 		return plugin.Errorf(plugin.CodeOutputInvalid, "%s: list_tools output is not {\"tools\": [...]}: %v", t.where, err)
 	}
@@ -432,9 +433,9 @@ func (t *wasmTool) Call(ctx context.Context, req *plugin.Request) (*plugin.Resul
 	}
 	var tail []byte
 	if fromStdout {
-		out, tail = splitFast(out)
+		out, tail = callproto.Split(out)
 	}
-	res, err := decodeCallToolOutput(out, tail)
+	res, err := callproto.Decode(out, tail)
 	if err != nil {
 		return nil, &plugin.Error{Code: plugin.CodeOutputInvalid, Tool: t.spec.Name, Message: err.Error()}
 	}
@@ -451,22 +452,9 @@ func (t *wasmTool) Call(ctx context.Context, req *plugin.Request) (*plugin.Resul
 	return res, nil
 }
 
-// callToolInput encodes call_tool's input. The arguments are the
-// pipeline's (plugin.Request: a validated, compacted JSON object) and go in
-// as they are; encoding/json would check and compact them again.
+// callToolInput encodes call_tool's input.
 func (t *wasmTool) callToolInput(args json.RawMessage, answers map[string]json.RawMessage) ([]byte, error) {
-	if len(answers) > 0 {
-		return json.Marshal(callToolInput{Params: callToolParams{Name: t.guestName(), Arguments: args, Answers: answers}})
-	}
-	b := make([]byte, 0, len(t.inputHead)+len(args)+2)
-	b = append(append(append(b, t.inputHead...), args...), "}}"...)
-	return b, nil
-}
-
-// callToolHead is the start of call_tool's input for the tool named name.
-func callToolHead(name string) []byte {
-	quoted, _ := json.Marshal(name)
-	return append(append([]byte(`{"params":{"name":`), quoted...), `,"arguments":`...)
+	return callproto.Encode(t.inputHead, t.guestName(), args, answers)
 }
 
 func describeBytes(b []byte) string {
@@ -580,7 +568,7 @@ func (t *wasmTool) outcome(ctx, cctx context.Context, inst *instance, req *plugi
 	if ae := inst.aborted(); ae != nil {
 		return nil, false, ae
 	}
-	if inst.mem.hit.Load() {
+	if inst.mem.Hit() {
 		return nil, false, plugin.LimitError("memory", "the tool needed more than its %s memory limit", plugin.FormatSize(limits.Memory))
 	}
 	if err != nil {

@@ -46,7 +46,7 @@ func extismCall(t *testing.T, wasm []byte, metered bool, export string, input []
 }
 
 // noToolhostFuncs are the toolhost host functions the built-in guests
-// import (extism/batchread.go, extism/hostconfig.go), answering as a host
+// import (extism/fsbatch.go, extism/hostconfig.go), answering as a host
 // without them does: ENOSYS. The guests then read through WASI, and their
 // config through Extism's config_get.
 func noToolhostFuncs() []extism.HostFunction {

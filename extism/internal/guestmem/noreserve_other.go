@@ -1,5 +1,5 @@
 //go:build unix && !linux
 
-package extism
+package guestmem
 
 const mapNoReserve = 0

@@ -1,4 +1,4 @@
-package extism
+package hostfs
 
 import (
 	"errors"
@@ -15,17 +15,21 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 )
 
-// rootFS is a wazero filesystem backed by an *os.Root. Every path a guest
-// names is resolved by os.Root, which refuses "..", absolute paths and
-// symlinks that lead out of the directory; this, not wazero's own directory
-// mount, is the security boundary. Read-only mounts refuse every write.
-// Bytes read are counted against the call's file_bytes_read limit.
-type rootFS struct {
+// FS is a wazero filesystem backed by an *os.Root (mount it with
+// sysfs.FSConfig.WithSysFSMount). Every path a guest names is resolved by
+// os.Root, which refuses "..", absolute paths and symlinks that lead out
+// of the directory; this, not wazero's own directory mount, is the
+// security boundary. Read-only mounts refuse every write. Bytes read are
+// counted by the FS's Meter (the call's file_bytes_read limit).
+//
+// An FS is used by one instance, from its guest's goroutine.
+type FS struct {
 	experimentalsys.UnimplementedFS
 	root     *os.Root
+	ownsRoot bool   // Close closes root
 	guest    string // where the guest sees it
 	readOnly bool
-	meter    *instance // counts bytes read; may be nil
+	meter    Meter // counts bytes read; may be nil
 
 	// The directory of the last name looked up, opened through root: a
 	// guest that lists a directory and then examines or reads its entries
@@ -52,7 +56,7 @@ type rootFS struct {
 // so it changes speed, never the outcome. It is dropped when the guest
 // renames or removes a directory; a directory that another process moves
 // during the call is followed, as os.Root follows its own directory.
-func (r *rootFS) subdir(p string) (*os.Root, string, bool) {
+func (r *FS) subdir(p string) (*os.Root, string, bool) {
 	dir, name := ".", p
 	if i := strings.LastIndexByte(p, '/'); i >= 0 {
 		dir, name = p[:i], p[i+1:]
@@ -81,7 +85,7 @@ func (r *rootFS) subdir(p string) (*os.Root, string, bool) {
 // dropSub forgets the directories held open by name (sub and openPlain's):
 // after a rename, a removal or a new symbolic link, a name may lead
 // elsewhere.
-func (r *rootFS) dropSub() {
+func (r *FS) dropSub() {
 	if r.sub != nil {
 		r.sub.Close()
 		r.sub, r.subName = nil, ""
@@ -89,8 +93,31 @@ func (r *rootFS) dropSub() {
 	r.dropPlainDir()
 }
 
-// close releases what the filesystem holds open besides its root.
-func (r *rootFS) close() { r.dropSub() }
+// Meter counts the bytes a guest reads from its mounts.
+type Meter interface {
+	// FileRead counts n bytes read; false means the limit is hit, and the
+	// read fails.
+	FileRead(n int64) bool
+}
+
+// Mount returns the filesystem of the directory root, seen by the guest at
+// guest (an absolute, clean path); it refuses every write if readOnly. The
+// FS owns root: Close closes it. meter may be nil.
+func Mount(root *os.Root, guest string, readOnly bool, meter Meter) *FS {
+	return &FS{root: root, ownsRoot: true, guest: guest, readOnly: readOnly, meter: meter}
+}
+
+// Guest is where the guest sees the filesystem.
+func (r *FS) Guest() string { return r.guest }
+
+// Close releases what the filesystem holds open, its root included if it
+// owns it.
+func (r *FS) Close() {
+	r.dropSub()
+	if r.ownsRoot {
+		r.root.Close()
+	}
+}
 
 // readFlags are the flags of a read-only open. Opened non-blocking, os.File
 // skips putting the descriptor into non-blocking mode and back (four fcntl
@@ -135,10 +162,10 @@ func errno(err error) experimentalsys.Errno {
 	return experimentalsys.EIO
 }
 
-func (r *rootFS) String() string { return r.root.Name() }
+func (r *FS) String() string { return r.root.Name() }
 
 // OpenFile implements experimentalsys.FS.
-func (r *rootFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+func (r *FS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
 	var of int
 	switch flag & (experimentalsys.O_RDONLY | experimentalsys.O_WRONLY | experimentalsys.O_RDWR) {
 	case experimentalsys.O_WRONLY:
@@ -207,7 +234,7 @@ func (r *rootFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileM
 }
 
 // Lstat implements experimentalsys.FS.
-func (r *rootFS) Lstat(path string) (sys.Stat_t, experimentalsys.Errno) {
+func (r *FS) Lstat(path string) (sys.Stat_t, experimentalsys.Errno) {
 	p := rootPath(path)
 	if sub, name, ok := r.subdir(p); ok {
 		if fi, err := sub.Lstat(name); err == nil {
@@ -222,7 +249,7 @@ func (r *rootFS) Lstat(path string) (sys.Stat_t, experimentalsys.Errno) {
 }
 
 // Stat implements experimentalsys.FS.
-func (r *rootFS) Stat(path string) (sys.Stat_t, experimentalsys.Errno) {
+func (r *FS) Stat(path string) (sys.Stat_t, experimentalsys.Errno) {
 	p := rootPath(path)
 	if sub, name, ok := r.subdir(p); ok {
 		if fi, err := sub.Stat(name); err == nil {
@@ -237,7 +264,7 @@ func (r *rootFS) Stat(path string) (sys.Stat_t, experimentalsys.Errno) {
 }
 
 // Mkdir implements experimentalsys.FS.
-func (r *rootFS) Mkdir(path string, perm fs.FileMode) experimentalsys.Errno {
+func (r *FS) Mkdir(path string, perm fs.FileMode) experimentalsys.Errno {
 	if r.readOnly {
 		return experimentalsys.EROFS
 	}
@@ -245,7 +272,7 @@ func (r *rootFS) Mkdir(path string, perm fs.FileMode) experimentalsys.Errno {
 }
 
 // Chmod implements experimentalsys.FS.
-func (r *rootFS) Chmod(path string, perm fs.FileMode) experimentalsys.Errno {
+func (r *FS) Chmod(path string, perm fs.FileMode) experimentalsys.Errno {
 	if r.readOnly {
 		return experimentalsys.EROFS
 	}
@@ -253,7 +280,7 @@ func (r *rootFS) Chmod(path string, perm fs.FileMode) experimentalsys.Errno {
 }
 
 // Rename implements experimentalsys.FS.
-func (r *rootFS) Rename(from, to string) experimentalsys.Errno {
+func (r *FS) Rename(from, to string) experimentalsys.Errno {
 	if r.readOnly {
 		return experimentalsys.EROFS
 	}
@@ -262,7 +289,7 @@ func (r *rootFS) Rename(from, to string) experimentalsys.Errno {
 }
 
 // Rmdir implements experimentalsys.FS.
-func (r *rootFS) Rmdir(path string) experimentalsys.Errno {
+func (r *FS) Rmdir(path string) experimentalsys.Errno {
 	if r.readOnly {
 		return experimentalsys.EROFS
 	}
@@ -279,7 +306,7 @@ func (r *rootFS) Rmdir(path string) experimentalsys.Errno {
 }
 
 // Unlink implements experimentalsys.FS.
-func (r *rootFS) Unlink(path string) experimentalsys.Errno {
+func (r *FS) Unlink(path string) experimentalsys.Errno {
 	if r.readOnly {
 		return experimentalsys.EROFS
 	}
@@ -296,7 +323,7 @@ func (r *rootFS) Unlink(path string) experimentalsys.Errno {
 }
 
 // Link implements experimentalsys.FS.
-func (r *rootFS) Link(oldPath, newPath string) experimentalsys.Errno {
+func (r *FS) Link(oldPath, newPath string) experimentalsys.Errno {
 	if r.readOnly {
 		return experimentalsys.EROFS
 	}
@@ -305,7 +332,7 @@ func (r *rootFS) Link(oldPath, newPath string) experimentalsys.Errno {
 
 // Symlink implements experimentalsys.FS. A link may point anywhere; os.Root
 // refuses to follow it out of the mount.
-func (r *rootFS) Symlink(oldPath, linkName string) experimentalsys.Errno {
+func (r *FS) Symlink(oldPath, linkName string) experimentalsys.Errno {
 	if r.readOnly {
 		return experimentalsys.EROFS
 	}
@@ -314,7 +341,7 @@ func (r *rootFS) Symlink(oldPath, linkName string) experimentalsys.Errno {
 }
 
 // Readlink implements experimentalsys.FS.
-func (r *rootFS) Readlink(path string) (string, experimentalsys.Errno) {
+func (r *FS) Readlink(path string) (string, experimentalsys.Errno) {
 	s, err := r.root.Readlink(rootPath(path))
 	if err != nil {
 		return "", errno(err)
@@ -323,14 +350,14 @@ func (r *rootFS) Readlink(path string) (string, experimentalsys.Errno) {
 }
 
 // Utimens implements experimentalsys.FS.
-func (r *rootFS) Utimens(path string, atim, mtim int64) experimentalsys.Errno {
+func (r *FS) Utimens(path string, atim, mtim int64) experimentalsys.Errno {
 	if r.readOnly {
 		return experimentalsys.EROFS
 	}
 	return errno(r.root.Chtimes(rootPath(path), time.Unix(0, atim), time.Unix(0, mtim)))
 }
 
-// rootFile is an open file of a rootFS. Seeking, directory listing and
+// rootFile is an open file of a FS. Seeking, directory listing and
 // stat come from wazero's own adapter for fs.File (wrapped around our
 // *os.File); reads are counted and writes refused on read-only mounts here.
 type rootFile struct {
@@ -338,7 +365,7 @@ type rootFile struct {
 	f        *hostFile
 	readOnly bool
 	append   bool
-	meter    *instance
+	meter    Meter
 }
 
 // oneFS hands out an already opened file the first time it is asked, and
@@ -458,7 +485,7 @@ func (l *hostFile) Sync() error {
 	return l.f.Sync()
 }
 
-func newRootFile(r *rootFS, p string, f *hostFile, appendMode bool) (experimentalsys.File, experimentalsys.Errno) {
+func newRootFile(r *FS, p string, f *hostFile, appendMode bool) (experimentalsys.File, experimentalsys.Errno) {
 	inner, e := (&sysfs.AdaptFS{FS: &oneFS{root: r.root, first: f}}).OpenFile(p, experimentalsys.O_RDONLY, 0)
 	if e != 0 {
 		f.Close()
@@ -471,7 +498,7 @@ func newRootFile(r *rootFS, p string, f *hostFile, appendMode bool) (experimenta
 func (f *rootFile) IsAppend() bool { return f.append }
 
 func (f *rootFile) count(n int) experimentalsys.Errno {
-	if f.meter != nil && n > 0 && !f.meter.fileRead(int64(n)) {
+	if f.meter != nil && n > 0 && !f.meter.FileRead(int64(n)) {
 		return experimentalsys.EIO
 	}
 	return 0
@@ -543,11 +570,11 @@ func (f *rootFile) Datasync() experimentalsys.Errno { return errno(f.f.Sync()) }
 // rewind a listing it has already read (fd_seek refuses directories).
 type mountDir struct {
 	experimentalsys.File
-	fs     *rootFS
+	fs     *FS
 	opened bool
 }
 
-func newMountDir(r *rootFS) *mountDir {
+func newMountDir(r *FS) *mountDir {
 	return &mountDir{File: experimentalsys.UnimplementedFile{}, fs: r}
 }
 

@@ -1,4 +1,4 @@
-package extism
+package guestmem
 
 import (
 	"bytes"
@@ -7,24 +7,24 @@ import (
 	"github.com/toolhost/toolhost/extism/internal/wasmbin"
 )
 
-// memRange is a byte range [off, end) of a guest memory.
-type memRange struct{ off, end uint64 }
+// span is a byte range [off, end) of a guest memory.
+type span struct{ off, end uint64 }
 
-// dataPlan describes what instantiating a module writes into its memory:
+// Plan describes what instantiating a module writes into its memory:
 // the active data segments, each copied in whole (zero bytes included) over
 // whatever the memory held. A recycled memory given to that module need
 // not be cleared where a segment will overwrite it, only in the gaps
-// (mem_pool_unix.go). For a snapshot of a Go guest the segments cover about
+// (pool_unix.go). For a snapshot of a Go guest the segments cover about
 // half of the initial memory.
-type dataPlan struct {
-	size   uint64     // the memory's initial size
-	ranges []memRange // sorted, merged, within [0, size)
+type Plan struct {
+	size   uint64 // the memory's initial size
+	ranges []span // sorted, merged, within [0, size)
 }
 
-// newDataPlan reads the data segments of code's memory 0; nil when the
+// NewPlan reads the data segments of code's memory 0; nil when the
 // module has none worth the trouble or any segment is not at a constant
 // offset.
-func newDataPlan(code []byte, size uint64) *dataPlan {
+func NewPlan(code []byte, size uint64) *Plan {
 	m, err := wasmbin.Parse(code)
 	if err != nil || size == 0 {
 		return nil
@@ -38,7 +38,7 @@ func newDataPlan(code []byte, size uint64) *dataPlan {
 	if err != nil {
 		return nil
 	}
-	var ranges []memRange
+	var ranges []span
 	for range n {
 		flags, err := r.U32()
 		if err != nil {
@@ -89,12 +89,12 @@ func newDataPlan(code []byte, size uint64) *dataPlan {
 		if end > size {
 			return nil // instantiation fails; nothing to plan
 		}
-		ranges = append(ranges, memRange{off, end})
+		ranges = append(ranges, span{off, end})
 	}
 	if len(ranges) == 0 {
 		return nil
 	}
-	slices.SortFunc(ranges, func(a, b memRange) int {
+	slices.SortFunc(ranges, func(a, b span) int {
 		switch {
 		case a.off < b.off:
 			return -1
@@ -112,11 +112,11 @@ func newDataPlan(code []byte, size uint64) *dataPlan {
 		}
 		merged = append(merged, x)
 	}
-	return &dataPlan{size: size, ranges: merged}
+	return &Plan{size: size, ranges: merged}
 }
 
 // clearExcept zeroes b[lo:hi] except where p's segments will be written.
-func (p *dataPlan) clearExcept(b []byte, lo, hi uint64) {
+func (p *Plan) clearExcept(b []byte, lo, hi uint64) {
 	pos := lo
 	for _, x := range p.ranges {
 		if x.end <= pos {

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package extism
+package hostfs
 
 import (
 	"errors"
@@ -9,9 +9,9 @@ import (
 
 // openPlain leaves every open to os.Root where bare descriptors are not
 // used.
-func (r *rootFS) openPlain(string, bool) *hostFile { return nil }
+func (r *FS) openPlain(string, bool) *hostFile { return nil }
 
-func (r *rootFS) dropPlainDir() {}
+func (r *FS) dropPlainDir() {}
 
 var errNotPlain = errors.New("extism: no bare descriptors on this system")
 

@@ -1,4 +1,9 @@
-package extism
+// Package callproto is the wire format of tool plugins, the hyper-mcp v1
+// contract (docs/wasm.md): the JSON a guest's call_tool export receives, and
+// what its call_tool and list_tools exports return, including the fast I/O
+// path's raw text after the JSON line. It decodes a guest's answer into a
+// plugin.Result and says precisely what is wrong with one it cannot.
+package callproto
 
 import (
 	"bytes"
@@ -11,19 +16,22 @@ import (
 	"github.com/toolhost/toolhost/plugin"
 )
 
-// callToolInput is what call_tool receives (hyper-mcp v1 shape).
-type callToolInput struct {
-	Params callToolParams `json:"params"`
+// Input is what call_tool receives.
+type Input struct {
+	Params Params `json:"params"`
 }
 
-type callToolParams struct {
+// Params are a call's: the tool's name (as the plugin knows it), the
+// arguments, and answers to the questions the tool asked before
+// (plugin.Question).
+type Params struct {
 	Name      string                     `json:"name"`
 	Arguments json.RawMessage            `json:"arguments"`
 	Answers   map[string]json.RawMessage `json:"answers,omitempty"`
 }
 
-// listToolsOutput is what list_tools returns.
-type listToolsOutput struct {
+// ListOutput is what list_tools returns.
+type ListOutput struct {
 	Tools []plugin.Descriptor `json:"tools"`
 }
 
@@ -61,10 +69,10 @@ var guestCodes = map[plugin.Code]bool{
 	plugin.CodeToolExecutionTimeout: true,
 }
 
-// splitFast splits fast-path output (docs/wasm.md) into its JSON line and
-// the raw bytes after it. Output without a newline after a complete JSON
-// value is all JSON.
-func splitFast(out []byte) (head, tail []byte) {
+// Split splits fast-path output (docs/wasm.md) into its JSON line and the
+// raw bytes after it. Output without a newline after a complete JSON value
+// is all JSON.
+func Split(out []byte) (head, tail []byte) {
 	i := bytes.IndexByte(out, '\n')
 	if i < 0 || !json.Valid(out[:i]) {
 		return out, nil
@@ -111,16 +119,35 @@ func rawText(b []byte) string {
 	return strings.ToValidUTF8(string(b), "\uFFFD")
 }
 
-// decodeCallToolOutput turns guest output into a Result, or explains what is
-// wrong with it. tail holds the raw bytes that textRef items point into.
-func decodeCallToolOutput(out, tail []byte) (*plugin.Result, error) {
+// Decode turns call_tool's output into a Result, or explains what is wrong
+// with it. tail holds the raw bytes that textRef items point into (Split).
+func Decode(out, tail []byte) (*plugin.Result, error) {
 	if res := decodeRawText(out, tail); res != nil {
 		return res, nil
 	}
 	return decodeCallToolJSON(out, tail)
 }
 
-// decodeCallToolJSON is decodeCallToolOutput for any output.
+// Head is the start of call_tool's input for the tool the plugin knows as
+// name; Encode appends to it.
+func Head(name string) []byte {
+	quoted, _ := json.Marshal(name)
+	return append(append([]byte(`{"params":{"name":`), quoted...), `,"arguments":`...)
+}
+
+// Encode encodes call_tool's input: head is Head(name). The arguments are
+// the pipeline's (plugin.Request: a validated, compacted JSON object) and
+// go in as they are; encoding/json would check and compact them again.
+func Encode(head []byte, name string, args json.RawMessage, answers map[string]json.RawMessage) ([]byte, error) {
+	if len(answers) > 0 {
+		return json.Marshal(Input{Params: Params{Name: name, Arguments: args, Answers: answers}})
+	}
+	b := make([]byte, 0, len(head)+len(args)+2)
+	b = append(append(append(b, head...), args...), "}}"...)
+	return b, nil
+}
+
+// decodeCallToolJSON is Decode for any output.
 func decodeCallToolJSON(out, tail []byte) (*plugin.Result, error) {
 	var w callToolOutput
 	if err := json.Unmarshal(out, &w); err != nil {

@@ -8,64 +8,9 @@ import (
 	"testing"
 
 	"github.com/toolhost/toolhost/extism/builtin"
+	"github.com/toolhost/toolhost/extism/internal/guestmem"
 	"github.com/toolhost/toolhost/plugin"
 )
-
-func TestDataPlanClearExcept(t *testing.T) {
-	p := &dataPlan{size: 64, ranges: []memRange{{4, 8}, {10, 20}, {40, 64}}}
-	for _, c := range []struct{ lo, hi uint64 }{{0, 64}, {0, 30}, {5, 12}, {20, 40}, {50, 60}, {0, 0}} {
-		b := bytes.Repeat([]byte{0xab}, 64)
-		p.clearExcept(b, c.lo, c.hi)
-		for i := range b {
-			inRange := uint64(i) >= c.lo && uint64(i) < c.hi
-			covered := false
-			for _, r := range p.ranges {
-				covered = covered || uint64(i) >= r.off && uint64(i) < r.end
-			}
-			if want := byte(0xab); inRange && !covered {
-				want = 0
-				if b[i] != want {
-					t.Fatalf("[%d,%d): byte %d = %#x, want cleared", c.lo, c.hi, i, b[i])
-				}
-			} else if b[i] != 0xab {
-				t.Fatalf("[%d,%d): byte %d cleared, outside the range or under a segment", c.lo, c.hi, i)
-			}
-		}
-	}
-}
-
-// TestClearDirty: every non-zero byte is cleared, wherever it sits in a
-// chunk and however the slice is cut, and nothing outside the slice is.
-func TestClearDirty(t *testing.T) {
-	const size = 5*len(zeroChunk) + 123
-	for _, cut := range []struct{ lo, hi int }{{0, size}, {1, size - 1}, {4095, 8193}, {100, 200}, {7, 7}} {
-		for _, at := range []int{cut.lo, cut.hi - 1, (cut.lo + cut.hi) / 2, cut.lo + len(zeroChunk), cut.hi - len(zeroChunk) - 1} {
-			if at < cut.lo || at >= cut.hi {
-				continue
-			}
-			b := make([]byte, size)
-			b[at] = 0x5a
-			if cut.lo > 0 {
-				b[cut.lo-1] = 0xee
-			}
-			if cut.hi < size {
-				b[cut.hi] = 0xee
-			}
-			clearDirty(b[cut.lo:cut.hi])
-			if b[at] != 0 {
-				t.Errorf("[%d,%d): byte %d not cleared", cut.lo, cut.hi, at)
-			}
-			if (cut.lo > 0 && b[cut.lo-1] != 0xee) || (cut.hi < size && b[cut.hi] != 0xee) {
-				t.Errorf("[%d,%d): a byte outside the slice was cleared", cut.lo, cut.hi)
-			}
-		}
-	}
-	b := bytes.Repeat([]byte{0xab}, size)
-	clearDirty(b)
-	if !bytes.Equal(b, make([]byte, size)) {
-		t.Error("a slice full of data was not cleared entirely")
-	}
-}
 
 // TestRecycledMemoryMatchesFresh fills the memories of an instance of a
 // snapshotted built-in with garbage, as a call might leave them, and
@@ -97,12 +42,11 @@ func TestRecycledMemoryMatchesFresh(t *testing.T) {
 	}
 	images := func(inst *instance) [][]byte {
 		var out [][]byte
-		for _, lm := range inst.mem.made {
-			mm, ok := lm.(*mappedMemory)
-			if !ok {
+		for _, lm := range inst.mem.Memories() {
+			if !guestmem.Mapped(lm) {
 				t.Fatal("a memory was not mapped")
 			}
-			out = append(out, bytes.Clone(mm.buf))
+			out = append(out, bytes.Clone(guestmem.Bytes(lm)))
 		}
 		return out
 	}
@@ -114,25 +58,24 @@ func TestRecycledMemoryMatchesFresh(t *testing.T) {
 		return inst
 	}
 
-	a.mem.drain()
-	a.mem = memPool{}
+	a.mem.Drain()
+	a.mem = guestmem.Pool{}
 	fresh := newInst()
 	want := images(fresh)
 	// Garbage everywhere a call could have written, and past the end.
-	for _, lm := range fresh.mem.made {
-		mm := lm.(*mappedMemory)
-		mm.Reallocate(uint64(len(mm.buf)) + 1<<20)
-		for i := range mm.buf {
-			mm.buf[i] = 0xab
+	for _, lm := range fresh.mem.Memories() {
+		b := lm.Reallocate(uint64(len(guestmem.Bytes(lm))) + 1<<20)
+		for i := range b {
+			b[i] = 0xab
 		}
 	}
 	fresh.close()
-	if len(a.mem.free) != 2 {
-		t.Fatalf("the pool holds %d memories, want 2", len(a.mem.free))
+	if n := a.mem.Len(); n != 2 {
+		t.Fatalf("the pool holds %d memories, want 2", n)
 	}
 	recycled := newInst()
 	defer recycled.close()
-	if !recycled.mem.planned {
+	if !recycled.mem.Planned() {
 		t.Fatal("the recycled instance did not use the data plan")
 	}
 	got := images(recycled)
@@ -151,10 +94,43 @@ func TestRecycledMemoryMatchesFresh(t *testing.T) {
 		}
 	}
 	// The memory grows over the garbage past its initial size: zero.
-	main := recycled.mem.made[1].(*mappedMemory)
-	size := uint64(len(main.buf))
+	main := recycled.mem.Memories()[1]
+	size := uint64(len(guestmem.Bytes(main)))
 	grown := main.Reallocate(size + 1<<20)
 	if !bytes.Equal(grown[size:], make([]byte, 1<<20)) {
 		t.Error("growing a recycled memory exposed an earlier instance's bytes")
+	}
+}
+
+// TestSustainedCallsRecycleMemories: back-to-back calls, with the pool
+// refilling as they go, reuse the memories of the instances they used
+// rather than reserving new ones (which costs a page fault per page of the
+// memory image): used instances are closed before new ones are made.
+func TestSustainedCallsRecycleMemories(t *testing.T) {
+	a, err := New(Config{CacheDir: cacheDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	sp := guestSpec("fixtures", "echo")
+	tool := loadWith(t, a, sp)
+	misses := a.mem.Misses
+	for range 20 { // the memories in circulation settle
+		if _, err := call(t, tool, &sp, map[string]any{"text": "hi"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := misses()
+	const n = 300
+	for range n {
+		if _, err := call(t, tool, &sp, map[string]any{"text": "hi"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two memories per instance: the module's and the Extism kernel's.
+	m := misses() - before
+	t.Logf("%d of %d memories reserved afresh", m, 2*n)
+	if m > n/20 {
+		t.Errorf("%d of %d memories for %d calls were reserved afresh", m, 2*n, n)
 	}
 }

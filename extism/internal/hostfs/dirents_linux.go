@@ -1,4 +1,4 @@
-package extism
+package hostfs
 
 import (
 	"encoding/binary"

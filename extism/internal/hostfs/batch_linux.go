@@ -1,13 +1,15 @@
-package extism
+package hostfs
 
 import (
 	"encoding/binary"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/toolhost/toolhost/extism/internal/wasi"
 )
 
-// batchSupported: files are read in batches (batchread.go).
-const batchSupported = true
+// BatchSupported: files are read in batches (batch.go).
+const BatchSupported = true
 
 // readBatchFile reads the regular file name of the directory dirFD, at
 // most limit bytes, into a buffer of getBuffer's. It opens name without
@@ -17,29 +19,29 @@ const batchSupported = true
 // and the file's size.
 func readBatchFile(dirFD int, name string, limit int64) (status uint32, size int64, data []byte) {
 	if dirFD < 0 {
-		return wasiEBADF, 0, nil
+		return wasi.EBADF, 0, nil
 	}
 	var fd int
 	if err := ignoringEINTR(func() (err error) {
 		fd, err = unix.Openat(dirFD, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 		return err
 	}); err != nil {
-		return wasiErrno(err), 0, nil
+		return wasi.Errno(err), 0, nil
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := ignoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
-		return wasiErrno(err), 0, nil
+		return wasi.Errno(err), 0, nil
 	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
 	case unix.S_IFDIR:
-		return wasiEISDIR, 0, nil
+		return wasi.EISDIR, 0, nil
 	default:
-		return wasiEINVAL, 0, nil
+		return wasi.EINVAL, 0, nil
 	}
 	if st.Size > limit {
-		return wasiEFBIG, st.Size, nil
+		return wasi.EFBIG, st.Size, nil
 	}
 	// One byte more than the size, so that a file read whole is known to
 	// be at its end after one read; a file that grew is read on.
@@ -51,7 +53,7 @@ func readBatchFile(dirFD int, name string, limit int64) (status uint32, size int
 		if n == len(buf) {
 			if int64(n) > limit {
 				putBuffer(buf)
-				return wasiEFBIG, int64(n), nil
+				return wasi.EFBIG, int64(n), nil
 			}
 			old := buf
 			buf = append(getBuffer(2*n), old...)
@@ -64,7 +66,7 @@ func readBatchFile(dirFD int, name string, limit int64) (status uint32, size int
 			return err
 		}); err != nil {
 			putBuffer(buf)
-			return wasiErrno(err), 0, nil
+			return wasi.Errno(err), 0, nil
 		}
 		if got == 0 {
 			break
@@ -78,7 +80,7 @@ func readBatchFile(dirFD int, name string, limit int64) (status uint32, size int
 	}
 	if int64(n) > limit {
 		putBuffer(buf)
-		return wasiEFBIG, int64(n), nil
+		return wasi.EFBIG, int64(n), nil
 	}
 	if n == 0 {
 		putBuffer(buf)
@@ -92,11 +94,11 @@ func readBatchFile(dirFD int, name string, limit int64) (status uint32, size int
 // time and WASI file type (fsStat's record data).
 func statBatchFile(dirFD int, name string, meta *[16]byte) (status uint32, size int64) {
 	if dirFD < 0 {
-		return wasiEBADF, 0
+		return wasi.EBADF, 0
 	}
 	var st unix.Stat_t
 	if err := ignoringEINTR(func() error { return unix.Fstatat(dirFD, name, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
-		return wasiErrno(err), 0
+		return wasi.Errno(err), 0
 	}
 	binary.LittleEndian.PutUint64(meta[0:], uint64(st.Mtim.Nano()))
 	meta[8] = wasiFiletype(st.Mode)

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolhost/toolhost/extism/internal/hostfs"
+	"github.com/toolhost/toolhost/extism/internal/wasi"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -64,9 +66,9 @@ func TestBatchRead(t *testing.T) {
 	write("a.txt", "alpha")
 	write("b.txt", "")
 	write("big.txt", strings.Repeat("x", 5000))
-	write("huge.bin", strings.Repeat("h", batchMaxFile+10))
+	write("huge.bin", strings.Repeat("h", hostfs.MaxFile+10))
 	write("nul.bin", "alpha\x00")
-	write("late-nul.txt", strings.Repeat("y", binaryPrefix)+"\x00alpha")
+	write("late-nul.txt", strings.Repeat("y", hostfs.BinaryPrefix)+"\x00alpha")
 	write("kelvin.txt", "\u212aelvin")
 	write("mixed.txt", "a KeLvIn b")
 	if err := os.Mkdir(filepath.Join(ws, "sub"), 0o755); err != nil {
@@ -102,7 +104,7 @@ func TestBatchRead(t *testing.T) {
 			{Size: 5000, Data: strings.Repeat("x", 5000)},
 			{Size: 5, Data: "alpha"},
 			{},
-			{Status: wasiENOENT},
+			{Status: wasi.ENOENT},
 			{Size: 5, Data: "alpha"},
 		}
 		if out.Submit != 5 || fmt.Sprint(out.Read) != fmt.Sprint(want) {
@@ -127,13 +129,13 @@ func TestBatchRead(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := []batchRecordOut{
-			{Status: wasiELOOP},  // a link is not followed, even inside the mount
-			{Status: wasiELOOP},  // nor out of it
-			{Status: wasiELOOP},  // nor to a directory
-			{Status: wasiEISDIR}, // a directory
-			{Status: wasiEINVAL}, // a FIFO, opened without waiting for a writer
-			{Status: wasiEFBIG, Size: 5000},
-			{Status: wasiEFBIG, Size: batchMaxFile + 10},
+			{Status: wasi.ELOOP},  // a link is not followed, even inside the mount
+			{Status: wasi.ELOOP},  // nor out of it
+			{Status: wasi.ELOOP},  // nor to a directory
+			{Status: wasi.EISDIR}, // a directory
+			{Status: wasi.EINVAL}, // a FIFO, opened without waiting for a writer
+			{Status: wasi.EFBIG, Size: 5000},
+			{Status: wasi.EFBIG, Size: hostfs.MaxFile + 10},
 		}
 		if fmt.Sprint(out.Read) != fmt.Sprint(want) {
 			t.Fatalf("read %v; want %v", out.Read, want)
@@ -152,12 +154,12 @@ func TestBatchRead(t *testing.T) {
 		}
 		want := []batchRecordOut{
 			{Size: 5, Data: "alpha"},
-			{Status: wasiENOMSG},          // empty
-			{Status: wasiEILSEQ, Size: 6}, // a NUL in the first 8 KiB
-			{Size: binaryPrefix + 6, Data: strings.Repeat("y", binaryPrefix) + "\x00alpha"}, // a NUL after them
-			{Status: wasiENOMSG, Size: 5000},
-			{Status: wasiENOENT},
-			{Status: wasiEFBIG, Size: batchMaxFile + 10},
+			{Status: wasi.ENOMSG},          // empty
+			{Status: wasi.EILSEQ, Size: 6}, // a NUL in the first 8 KiB
+			{Size: hostfs.BinaryPrefix + 6, Data: strings.Repeat("y", hostfs.BinaryPrefix) + "\x00alpha"}, // a NUL after them
+			{Status: wasi.ENOMSG, Size: 5000},
+			{Status: wasi.ENOENT},
+			{Status: wasi.EFBIG, Size: hostfs.MaxFile + 10},
 		}
 		if fmt.Sprint(out.Read) != fmt.Sprint(want) {
 			t.Fatalf("read %v; want %v", out.Read, want)
@@ -180,7 +182,7 @@ func TestBatchRead(t *testing.T) {
 		want := []batchRecordOut{
 			{Size: 10, Data: "a KeLvIn b"},
 			{Size: 8, Data: "\u212aelvin"}, // KELVIN SIGN folds to k: kept
-			{Status: wasiENOMSG, Size: 5},
+			{Status: wasi.ENOMSG, Size: 5},
 		}
 		if fmt.Sprint(out.Read) != fmt.Sprint(want) {
 			t.Fatalf("read %v; want %v", out.Read, want)
@@ -210,7 +212,7 @@ func TestBatchRead(t *testing.T) {
 			{Size: dirSize(t, filepath.Join(ws, "sub")), Data: meta("sub", 3)},
 			{Size: linkSize, Data: meta("escape", 7)}, // the link itself, not followed
 			{Data: meta("fifo", 0)},
-			{Status: wasiENOENT},
+			{Status: wasi.ENOENT},
 		}
 		if fmt.Sprint(out.Read) != fmt.Sprint(want) {
 			t.Fatalf("read %v; want %v", out.Read, want)
@@ -220,7 +222,7 @@ func TestBatchRead(t *testing.T) {
 			for k, v := range bad {
 				args[k] = v
 			}
-			if out, err := batchCall(t, tool, &spec, args); err != nil || out.Submit != -wasiEINVAL {
+			if out, err := batchCall(t, tool, &spec, args); err != nil || out.Submit != -wasi.EINVAL {
 				t.Fatalf("%v: submit %d, %v; want EINVAL", bad, out.Submit, err)
 			}
 		}
@@ -230,7 +232,7 @@ func TestBatchRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(out.Read) != 1 || out.Read[0].Status != wasiEFBIG || out.Read[0].Size != batchMaxFile+10 {
+		if len(out.Read) != 1 || out.Read[0].Status != wasi.EFBIG || out.Read[0].Size != hostfs.MaxFile+10 {
 			t.Fatalf("read %+v", out.Read)
 		}
 	})
@@ -239,8 +241,8 @@ func TestBatchRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(out.Takes) != 1 || out.Takes[0] != -(recordHeader+5000) {
-			t.Fatalf("takes %v, want [%d]", out.Takes, -(recordHeader + 5000))
+		if len(out.Takes) != 1 || out.Takes[0] != -(hostfs.RecordHeader+5000) {
+			t.Fatalf("takes %v, want [%d]", out.Takes, -(hostfs.RecordHeader + 5000))
 		}
 	})
 	t.Run("nothing named: take answers 0", func(t *testing.T) {
@@ -248,7 +250,7 @@ func TestBatchRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if out.Submit != -wasiEINVAL || len(out.Takes) != 1 || out.Takes[0] != 0 {
+		if out.Submit != -wasi.EINVAL || len(out.Takes) != 1 || out.Takes[0] != 0 {
 			t.Fatalf("%+v", out)
 		}
 	})
@@ -257,22 +259,22 @@ func TestBatchRead(t *testing.T) {
 		args map[string]any
 		want int32
 	}{
-		{"a directory outside every mount", map[string]any{"dir": "/etc", "names": []string{"passwd"}}, -wasiENOENT},
-		{"a directory climbing out", map[string]any{"dir": "/workspace/../etc", "names": []string{"passwd"}}, -wasiEINVAL},
-		{"a relative directory", map[string]any{"dir": "workspace", "names": []string{"a.txt"}}, -wasiEINVAL},
-		{"a directory link out of the mount", map[string]any{"dir": "/workspace/dirlink", "names": []string{"secret"}}, -wasiEPERM},
-		{"a file as the directory", map[string]any{"dir": "/workspace/a.txt", "names": []string{"x"}}, -wasiENOTDIR},
-		{"a name with a slash", map[string]any{"dir": "/workspace", "names": []string{"sub/c.txt"}}, -wasiEINVAL},
-		{"a name climbing out", map[string]any{"dir": "/workspace/sub", "names": []string{".."}}, -wasiEINVAL},
-		{"an empty name", map[string]any{"dir": "/workspace", "raw": "a.txt\x00\x00b.txt"}, -wasiEINVAL},
-		{"a name too long", map[string]any{"dir": "/workspace", "names": []string{strings.Repeat("n", 256)}}, -wasiEINVAL},
-		{"a NUL in the directory", map[string]any{"dir": "/workspace\x00/x", "names": []string{"a.txt"}}, -wasiEINVAL},
-		{"no max", map[string]any{"dir": "/workspace", "names": []string{"a.txt"}, "max": 0}, -wasiEINVAL},
-		{"names out of memory", map[string]any{"dir": "/workspace", "bad_pointer": true}, -wasiEFAULT},
-		{"a filter too long", map[string]any{"dir": "/workspace", "names": []string{"a.txt"}, "filter": strings.Repeat("f", batchMaxFilter+1)}, -wasiEINVAL},
-		{"an unknown flag", map[string]any{"dir": "/workspace", "names": []string{"a.txt"}, "filter": "a", "flags": 2}, -wasiEINVAL},
-		{"a folded filter not in lower case", map[string]any{"dir": "/workspace", "names": []string{"a.txt"}, "filter": "Alpha", "flags": fsFold}, -wasiEINVAL},
-		{"a folded filter not ASCII", map[string]any{"dir": "/workspace", "names": []string{"a.txt"}, "filter": "é", "flags": fsFold}, -wasiEINVAL},
+		{"a directory outside every mount", map[string]any{"dir": "/etc", "names": []string{"passwd"}}, -wasi.ENOENT},
+		{"a directory climbing out", map[string]any{"dir": "/workspace/../etc", "names": []string{"passwd"}}, -wasi.EINVAL},
+		{"a relative directory", map[string]any{"dir": "workspace", "names": []string{"a.txt"}}, -wasi.EINVAL},
+		{"a directory link out of the mount", map[string]any{"dir": "/workspace/dirlink", "names": []string{"secret"}}, -wasi.EPERM},
+		{"a file as the directory", map[string]any{"dir": "/workspace/a.txt", "names": []string{"x"}}, -wasi.ENOTDIR},
+		{"a name with a slash", map[string]any{"dir": "/workspace", "names": []string{"sub/c.txt"}}, -wasi.EINVAL},
+		{"a name climbing out", map[string]any{"dir": "/workspace/sub", "names": []string{".."}}, -wasi.EINVAL},
+		{"an empty name", map[string]any{"dir": "/workspace", "raw": "a.txt\x00\x00b.txt"}, -wasi.EINVAL},
+		{"a name too long", map[string]any{"dir": "/workspace", "names": []string{strings.Repeat("n", 256)}}, -wasi.EINVAL},
+		{"a NUL in the directory", map[string]any{"dir": "/workspace\x00/x", "names": []string{"a.txt"}}, -wasi.EINVAL},
+		{"no max", map[string]any{"dir": "/workspace", "names": []string{"a.txt"}, "max": 0}, -wasi.EINVAL},
+		{"names out of memory", map[string]any{"dir": "/workspace", "bad_pointer": true}, -wasi.EFAULT},
+		{"a filter too long", map[string]any{"dir": "/workspace", "names": []string{"a.txt"}, "filter": strings.Repeat("f", hostfs.MaxFilter+1)}, -wasi.EINVAL},
+		{"an unknown flag", map[string]any{"dir": "/workspace", "names": []string{"a.txt"}, "filter": "a", "flags": 2}, -wasi.EINVAL},
+		{"a folded filter not in lower case", map[string]any{"dir": "/workspace", "names": []string{"a.txt"}, "filter": "Alpha", "flags": fsFold}, -wasi.EINVAL},
+		{"a folded filter not ASCII", map[string]any{"dir": "/workspace", "names": []string{"a.txt"}, "filter": "é", "flags": fsFold}, -wasi.EINVAL},
 	} {
 		t.Run("refused: "+tc.name, func(t *testing.T) {
 			args := map[string]any{"max": 100, "take": -1}
@@ -365,13 +367,13 @@ func TestBatchReadEndsWithTheCall(t *testing.T) {
 	}
 }
 
-// TestBatchReadBounds: a call's reading holds at most batchMaxDirs
+// TestBatchReadBounds: a call's reading holds at most hostfs.MaxDirs
 // directories open and pauses at batchMaxAhead bytes not taken, counting
 // what a filter read and dropped and the buffers' capacity; a directory
 // named twice is opened once.
 func TestBatchReadBounds(t *testing.T) {
 	ws := t.TempDir()
-	for i := range batchMaxDirs + 5 {
+	for i := range hostfs.MaxDirs + 5 {
 		d := filepath.Join(ws, fmt.Sprintf("d%02d", i))
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -384,7 +386,7 @@ func TestBatchReadBounds(t *testing.T) {
 	for i := range 3 {
 		n := fmt.Sprintf("big%d", i)
 		big = append(big, n)
-		if err := os.WriteFile(filepath.Join(ws, n), make([]byte, batchMaxFile), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(ws, n), make([]byte, hostfs.MaxFile), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -395,10 +397,10 @@ func TestBatchReadBounds(t *testing.T) {
 		// Three 1 MiB files fill the read-ahead: what is named after
 		// them stays unread, its directories open.
 		var more []map[string]any
-		for i := range batchMaxDirs + 2 {
+		for i := range hostfs.MaxDirs + 2 {
 			more = append(more, map[string]any{"dir": fmt.Sprintf("/workspace/d%02d", i), "names": []string{"f"}})
 		}
-		out, err := batchCall(t, tool, &spec, map[string]any{"dir": "/workspace", "names": big, "max": batchMaxFile, "more": more, "take": 0, "sums": true})
+		out, err := batchCall(t, tool, &spec, map[string]any{"dir": "/workspace", "names": big, "max": hostfs.MaxFile, "more": more, "take": 0, "sums": true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -406,55 +408,10 @@ func TestBatchReadBounds(t *testing.T) {
 		for i := range want {
 			want[i] = 1
 		}
-		// The top directory is one; batchMaxDirs-1 more fit.
-		want[batchMaxDirs-1], want[batchMaxDirs], want[batchMaxDirs+1] = -wasiEAGAIN, -wasiEAGAIN, -wasiEAGAIN
+		// The top directory is one; hostfs.MaxDirs-1 more fit.
+		want[hostfs.MaxDirs-1], want[hostfs.MaxDirs], want[hostfs.MaxDirs+1] = -wasi.EAGAIN, -wasi.EAGAIN, -wasi.EAGAIN
 		if out.Submit != 3 || fmt.Sprint(out.More) != fmt.Sprint(want) {
 			t.Fatalf("submit %d, more %v; want 3, %v", out.Submit, out.More, want)
-		}
-	})
-
-	t.Run("read-ahead", func(t *testing.T) {
-		dir, err := os.Open(ws)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b := newBatchReader()
-		defer b.stop()
-		open := func() (*os.File, uint32) { return dir, 0 }
-		var names []string
-		for range 8 {
-			names = append(names, big...) // 24 MiB, none holding the filter
-		}
-		if e := b.submit("/workspace", open, names, batchMaxFile, &batchFilter{needle: []byte("no such text")}, false); e != 0 {
-			t.Fatal(e)
-		}
-		if e := b.submit("/workspace", open, names[:1], batchMaxFile, nil, false); e != 0 {
-			t.Fatal(e)
-		}
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			b.mu.Lock()
-			next, ahead, running, dirs := b.next, b.ahead, b.running, len(b.dirs)
-			b.mu.Unlock()
-			if dirs != 1 {
-				t.Fatalf("%d directories open for one", dirs)
-			}
-			if ahead > batchMaxAhead+batchWorkers*(2*batchMaxFile) {
-				t.Fatalf("%d bytes ahead", ahead)
-			}
-			if ahead >= batchMaxAhead && next < len(names) {
-				break // paused, the rest unread
-			}
-			if running == 0 || time.Now().After(deadline) {
-				t.Fatalf("reading did not pause: next %d of %d, ahead %d", next, len(names)+1, ahead)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		out := make([]byte, 4<<20)
-		done := make(chan struct{})
-		n, taken := b.take(out, true, done)
-		if n <= 0 || taken < batchMaxFile {
-			t.Fatalf("take: %d bytes, %d counted", n, taken)
 		}
 	})
 }
@@ -466,7 +423,7 @@ func TestBatchReadBounds(t *testing.T) {
 func TestBatchStatTakenInline(t *testing.T) {
 	ws := t.TempDir()
 	var names []string
-	for i := range batchInlineStats + 44 {
+	for i := range hostfs.InlineStats + 44 {
 		n := fmt.Sprintf("f%03d", i)
 		names = append(names, n)
 		if err := os.WriteFile(filepath.Join(ws, n), make([]byte, i), 0o644); err != nil {
@@ -495,7 +452,7 @@ func TestBatchStatTakenInline(t *testing.T) {
 				t.Fatal(err)
 			}
 			check(t, out, 20)
-			if out.Takes[0] != 20*(recordHeader+16) {
+			if out.Takes[0] != 20*(hostfs.RecordHeader+16) {
 				t.Fatalf("first take %d bytes; want all 20 records", out.Takes[0])
 			}
 			if !wait {

@@ -1,6 +1,6 @@
 //go:build unix
 
-package extism
+package guestmem
 
 import (
 	"syscall"
@@ -13,7 +13,7 @@ import (
 // backed (and zeroed) by the kernel when first touched, and the garbage
 // collector never scans or moves it. Free returns it to the kernel.
 type mappedMemory struct {
-	lim *memLimiter
+	lim *Allocator
 	buf []byte // len = current size, cap = reserved
 	// dirty: the bytes [len(buf), dirty) of a recycled reservation may
 	// still hold an earlier instance's data; they are cleared as the
@@ -21,17 +21,17 @@ type mappedMemory struct {
 	dirty uint64
 	// plan, when set, is what instantiation writes into this memory right
 	// after its first Reallocate: that clears only the gaps between the
-	// segments (memLimiter.Allocate decides which memory it is for).
-	plan *dataPlan
+	// segments (Allocator.Allocate decides which memory it is for).
+	plan *Plan
 }
 
 // mapMemory reserves max bytes, or returns nil to fall back to the heap.
-func mapMemory(m *memLimiter, max uint64) experimental.LinearMemory {
+func mapMemory(m *Allocator, max uint64) experimental.LinearMemory {
 	if max == 0 || max > 1<<32 {
 		return nil
 	}
 	mm := &mappedMemory{lim: m}
-	if b, dirty := m.pool.get(max); b != nil {
+	if b, dirty := m.Pool.get(max); b != nil {
 		mm.buf, mm.dirty = b, dirty
 	} else {
 		b, err := syscall.Mmap(-1, 0, int(max), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON|mapNoReserve)
@@ -41,8 +41,9 @@ func mapMemory(m *memLimiter, max uint64) experimental.LinearMemory {
 		mm.buf = b[:0]
 	}
 	// An Extism instance has two memories, made in this order: the
-	// kernel's, then the module's own, which the plan describes. newInstance
-	// checks afterwards that the first was indeed the kernel's.
+	// kernel's, then the module's own, which the plan describes. the caller
+	// checks afterwards that the first was indeed the kernel's
+	// (Allocator.PlanWentToModule).
 	switch len(m.made) {
 	case 0:
 		m.first = &mm.buf[:1][0]
@@ -53,6 +54,11 @@ func mapMemory(m *memLimiter, max uint64) experimental.LinearMemory {
 }
 
 func (l *mappedMemory) bytes() []byte { return l.buf }
+
+func isMapped(lm experimental.LinearMemory) bool {
+	_, ok := lm.(*mappedMemory)
+	return ok
+}
 
 // Reallocate implements experimental.LinearMemory.
 func (l *mappedMemory) Reallocate(size uint64) []byte {
@@ -79,7 +85,7 @@ func (l *mappedMemory) Reallocate(size uint64) []byte {
 // Free implements experimental.LinearMemory.
 func (l *mappedMemory) Free() {
 	if l.buf != nil {
-		if !l.lim.pool.put(l.buf[:max(uint64(len(l.buf)), l.dirty)]) {
+		if !l.lim.Pool.put(l.buf[:max(uint64(len(l.buf)), l.dirty)]) {
 			_ = syscall.Munmap(l.buf[:cap(l.buf)])
 		}
 		l.buf = nil

@@ -1,4 +1,4 @@
-package extism
+package hostfs
 
 import (
 	"io"
@@ -22,7 +22,7 @@ import (
 // That is os.Root's own last step, without the os.File around the
 // descriptor. The mount itself (p ".") is opened as "." relative to
 // itself.
-func (r *rootFS) openPlain(p string, dir bool) *hostFile {
+func (r *FS) openPlain(p string, dir bool) *hostFile {
 	parent, name := ".", p
 	if i := strings.LastIndexByte(p, '/'); i >= 0 {
 		parent, name = p[:i], p[i+1:]
@@ -59,7 +59,7 @@ func (r *rootFS) openPlain(p string, dir bool) *hostFile {
 	return &hostFile{fd: fd, name: p}
 }
 
-func (r *rootFS) dropPlainDir() {
+func (r *FS) dropPlainDir() {
 	if r.plainDir != nil {
 		r.plainDir.Close()
 		r.plainDir, r.plainName = nil, ""

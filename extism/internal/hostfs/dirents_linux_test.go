@@ -1,4 +1,4 @@
-package extism
+package hostfs
 
 import (
 	"encoding/binary"
@@ -131,7 +131,7 @@ func TestListingReadDir(t *testing.T) {
 // TestOpenPlain: a file opened as a bare descriptor reads, seeks and
 // stats as an os.File would; a final symbolic link, a directory outside
 // the mount and a missing file are left to os.Root (nil), and through
-// rootFS.OpenFile a link inside the mount is followed and one out of it
+// FS.OpenFile a link inside the mount is followed and one out of it
 // refused.
 func TestOpenPlain(t *testing.T) {
 	outside := t.TempDir()
@@ -156,8 +156,8 @@ func TestOpenPlain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rootFS{root: root, readOnly: true}
-	defer func() { r.close(); root.Close() }()
+	r := &FS{root: root, readOnly: true}
+	defer func() { r.Close(); root.Close() }()
 
 	h := r.openPlain("sub/f.txt", false)
 	if h == nil || h.f != nil {
@@ -289,8 +289,8 @@ func TestMountDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	r := &rootFS{root: root, readOnly: true}
-	defer r.close()
+	r := &FS{root: root, readOnly: true}
+	defer r.Close()
 	f, e := r.OpenFile(".", experimentalsys.O_RDONLY, 0)
 	if e != 0 {
 		t.Fatal(e)
@@ -471,8 +471,8 @@ func TestPlainDirDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	r := &rootFS{root: root}
-	defer r.close()
+	r := &FS{root: root}
+	defer r.Close()
 	read := func(p string) string {
 		t.Helper()
 		f, e := r.OpenFile(p, experimentalsys.O_RDONLY, 0)

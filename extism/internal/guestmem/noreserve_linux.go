@@ -1,6 +1,6 @@
 //go:build linux
 
-package extism
+package guestmem
 
 import "syscall"
 

@@ -1,13 +1,13 @@
 //go:build unix
 
-package extism
+package guestmem
 
 import (
 	"sync"
 	"syscall"
 )
 
-// memPool keeps the address-space reservations of closed instances' guest
+// Pool keeps the address-space reservations of closed instances' guest
 // memories for the next instances of any tool of the adapter. With a
 // snapshot, creating an instance is mostly copying the snapshot's memory
 // image into a new memory; into a fresh reservation every page of it is a
@@ -18,8 +18,8 @@ import (
 // the next; clearing it then rather than when it is returned leaves it in
 // the CPU caches for the instance's first call, which otherwise reads the
 // whole of its memory image from DRAM. Where instantiation is about to
-// write a data segment anyway, it is not cleared first (dataPlan).
-type memPool struct {
+// write a data segment anyway, it is not cleared first (Plan).
+type Pool struct {
 	mu     sync.Mutex
 	free   [][]byte // len = the bytes that may hold data (not yet cleared), cap = the reservation
 	held   int      // sum of len(free[i]): resident memory kept
@@ -28,20 +28,20 @@ type memPool struct {
 }
 
 const (
-	// memPoolBytes bounds the memory the pool keeps resident, counted as
+	// poolBytes bounds the memory the pool keeps resident, counted as
 	// the bytes the kept memories had used (a Go guest instance has two
 	// memories, its own and the Extism kernel's, ~3 MiB on average). It
 	// must cover the memories released in a burst when a tool's retired
 	// instances are closed together, or the next instances miss.
-	memPoolBytes = 64 << 20
-	// memPoolMaxUsed is the most a memory may have used to be kept.
-	memPoolMaxUsed = 16 << 20
+	poolBytes = 64 << 20
+	// poolMaxUsed is the most a memory may have used to be kept.
+	poolMaxUsed = 16 << 20
 )
 
 // get returns a reservation of exactly size bytes, or nil, and how many of
 // its first bytes may hold an earlier instance's data: the caller clears
 // them before use.
-func (p *memPool) get(size uint64) ([]byte, uint64) {
+func (p *Pool) get(size uint64) ([]byte, uint64) {
 	if p == nil {
 		return nil, 0
 	}
@@ -67,13 +67,13 @@ func (p *memPool) get(size uint64) ([]byte, uint64) {
 
 // put takes back a reservation whose first len(b) bytes may hold data;
 // false means the caller unmaps it.
-func (p *memPool) put(b []byte) bool {
-	if p == nil || len(b) > memPoolMaxUsed {
+func (p *Pool) put(b []byte) bool {
+	if p == nil || len(b) > poolMaxUsed {
 		return false
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.held+len(b) > memPoolBytes || p.closed {
+	if p.held+len(b) > poolBytes || p.closed {
 		return false
 	}
 	p.free = append(p.free, b)
@@ -81,8 +81,23 @@ func (p *memPool) put(b []byte) bool {
 	return true
 }
 
-// drain unmaps the kept reservations; later put calls keep nothing.
-func (p *memPool) drain() {
+// Misses is how many memories were asked for that the pool could not
+// give: each was reserved afresh, and costs a page fault per page.
+func (p *Pool) Misses() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.misses
+}
+
+// Len is the number of memories kept.
+func (p *Pool) Len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.free)
+}
+
+// Drain unmaps the kept reservations; the pool keeps nothing from then on.
+func (p *Pool) Drain() {
 	p.mu.Lock()
 	free := p.free
 	p.free, p.held, p.closed = nil, 0, true

@@ -1,4 +1,4 @@
-package extism
+package hostfs
 
 import (
 	"io"
@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// tmpDirs recycles the per-call /tmp directories. Creating a directory and
+// TmpDirs recycles the per-call /tmp directories. Creating a directory and
 // removing it again cost ~250 µs of a fresh-instance call here (mkdir is
 // the slowest system call a call makes), yet most calls never write to
 // /tmp. A directory goes back to the pool only as it was handed out: empty,
@@ -15,16 +15,18 @@ import (
 // a guest did there (a file created and deleted again changes the time).
 // Anything else is removed, as before. A recycled directory therefore
 // carries nothing from one call to the next.
-type tmpDirs struct {
-	base string
+type TmpDirs struct {
+	// Base is the directory the temp dirs are made in ("" for the
+	// system's).
+	Base string
 
 	mu     sync.Mutex
-	free   []*tmpDir
+	free   []*TmpDir
 	closed bool
 }
 
-// tmpDir is one per-call directory, opened as a root.
-type tmpDir struct {
+// TmpDir is one per-call directory, opened as a root.
+type TmpDir struct {
 	path  string
 	root  *os.Root
 	mtime time.Time
@@ -34,8 +36,8 @@ type tmpDir struct {
 // instances a host usually has in pools and in calls at once.
 const maxFreeTmpDirs = 64
 
-// get returns an empty directory of its own for one instance.
-func (p *tmpDirs) get() (*tmpDir, error) {
+// Get returns an empty directory of its own for one instance.
+func (p *TmpDirs) Get() (*TmpDir, error) {
 	p.mu.Lock()
 	if n := len(p.free); n > 0 {
 		d := p.free[n-1]
@@ -44,7 +46,7 @@ func (p *tmpDirs) get() (*tmpDir, error) {
 		return d, nil
 	}
 	p.mu.Unlock()
-	path, err := os.MkdirTemp(p.base, "toolhost-call-")
+	path, err := os.MkdirTemp(p.Base, "toolhost-call-")
 	if err != nil {
 		return nil, err
 	}
@@ -53,16 +55,16 @@ func (p *tmpDirs) get() (*tmpDir, error) {
 		os.Remove(path)
 		return nil, err
 	}
-	d := &tmpDir{path: path, root: root}
+	d := &TmpDir{path: path, root: root}
 	if fi, err := root.Stat("."); err == nil {
 		d.mtime = fi.ModTime()
 	}
 	return d, nil
 }
 
-// put takes a directory back after its instance closed: kept if untouched,
+// Put takes a directory back after its instance closed: kept if untouched,
 // removed otherwise. The error is from removing it.
-func (p *tmpDirs) put(d *tmpDir) error {
+func (p *TmpDirs) Put(d *TmpDir) error {
 	if d.pristine() {
 		p.mu.Lock()
 		if !p.closed && len(p.free) < maxFreeTmpDirs {
@@ -76,7 +78,7 @@ func (p *tmpDirs) put(d *tmpDir) error {
 }
 
 // pristine reports whether the directory is as get handed it out.
-func (d *tmpDir) pristine() bool {
+func (d *TmpDir) pristine() bool {
 	if d.mtime.IsZero() {
 		return false
 	}
@@ -93,13 +95,23 @@ func (d *tmpDir) pristine() bool {
 	return err == io.EOF
 }
 
-func (d *tmpDir) remove() error {
+// Path is the directory on the host.
+func (d *TmpDir) Path() string { return d.path }
+
+// Mount returns the filesystem of the directory, seen by the guest at
+// guest. The directory's root stays the TmpDir's (the FS does not close
+// it). meter may be nil.
+func (d *TmpDir) Mount(guest string, meter Meter) *FS {
+	return &FS{root: d.root, guest: guest, meter: meter}
+}
+
+func (d *TmpDir) remove() error {
 	d.root.Close()
 	return os.RemoveAll(d.path)
 }
 
-// close removes the kept directories; later put calls keep nothing.
-func (p *tmpDirs) close() {
+// Close removes the kept directories; later put calls keep nothing.
+func (p *TmpDirs) Close() {
 	p.mu.Lock()
 	free := p.free
 	p.free, p.closed = nil, true
