@@ -74,7 +74,7 @@ type invokeResponse struct {
 // extism:host/user: a guest importing any other name from there cannot be
 // instantiated.
 func hostFunctionNames() []string {
-	return []string{hostHTTP, hostInvoke, hostFSSubmit, hostFSTake, hostConfigGet, hostProgress, hostExtismHTTP, hostExtismStatus, hostExtismHeaders}
+	return []string{hostHTTP, hostInvoke, hostFSSubmit, hostFSTake, hostConfigGet, hostProgress, hostSample, hostElicit, hostExtismHTTP, hostExtismStatus, hostExtismHeaders}
 }
 
 func hostFunctions() []extism.HostFunction {
@@ -87,7 +87,7 @@ func hostFunctions() []extism.HostFunction {
 		extism.NewHostFunctionWithStack(hostFSTake, fsTake, []extism.ValueType{i32, i32, i32}, []extism.ValueType{i32}),
 		extism.NewHostFunctionWithStack(hostConfigGet, configGet, []extism.ValueType{i32, i32, i32, i32}, []extism.ValueType{i32}),
 		extism.NewHostFunctionWithStack(hostProgress, progress, []extism.ValueType{extism.ValueTypeF64, extism.ValueTypeF64, i32, i32}, []extism.ValueType{i32}),
-	}, extismHTTPFunctions()...)
+	}, append(clientFunctions(), extismHTTPFunctions()...)...)
 }
 
 // jsonHostFunc adapts a JSON-in, JSON-out handler to an Extism host function.

@@ -217,6 +217,7 @@ func init() {
 			pdk.OutputString(`{"content":[{"type":"text","text":"from the Extism output"}]}`)
 			return "from stdout", nil
 		}),
+		guest.Func("client", "Asks the caller's client: a sample, a form, n samples in a row, an oversized request, or one at a bad offset.", anyObject, askClient),
 		guest.Func("panic", "Panics.", anyObject, func(struct{}) (int, error) {
 			panic("guest panic on purpose")
 		}),
@@ -237,6 +238,70 @@ func init() {
 				return &guest.Result{Content: []guest.Content{{Type: "text", Text: "7"}}, StructuredContent: json.RawMessage(`{"n":7}`)}, nil
 			}},
 	)
+}
+
+//go:wasmimport extism:host/user toolhost_sample
+func rawSample(uint64) uint64
+
+type clientArgs struct {
+	Mode   string          `json:"mode"`
+	Prompt string          `json:"prompt"`
+	Schema json.RawMessage `json:"schema"`
+	N      int             `json:"n"`
+}
+
+// askClient reports what the client answered, or the error's code, limit
+// and message, as structured content.
+func askClient(in clientArgs) (map[string]any, error) {
+	out := map[string]any{}
+	fail := func(err error) map[string]any {
+		if ce, ok := err.(*guest.ClientError); ok {
+			out["code"], out["limit"], out["error"] = ce.Code, ce.Limit, ce.Message
+		} else {
+			out["error"] = err.Error()
+		}
+		return out
+	}
+	switch in.Mode {
+	case "sample", "big":
+		prompt := in.Prompt
+		if in.Mode == "big" {
+			prompt = strings.Repeat("x", in.N)
+		}
+		res, err := guest.Sample(guest.SampleRequest{Messages: []guest.SamplingMessage{guest.UserText(prompt)}, MaxTokens: 100})
+		if err != nil {
+			return fail(err), nil
+		}
+		out["role"], out["text"], out["model"], out["stop"] = res.Role, res.Content.Text, res.Model, res.StopReason
+	case "elicit":
+		res, err := guest.Elicit(guest.ElicitRequest{Message: in.Prompt, RequestedSchema: in.Schema})
+		if err != nil {
+			return fail(err), nil
+		}
+		out["action"], out["content"] = res.Action, res.Content
+	case "flood":
+		for i := 0; i < in.N; i++ {
+			if _, err := guest.Sample(guest.SampleRequest{Messages: []guest.SamplingMessage{guest.UserText(strconv.Itoa(i))}, MaxTokens: 1}); err != nil {
+				out["asked"] = i
+				return fail(err), nil
+			}
+		}
+		out["asked"] = in.N
+	case "bad_offset":
+		off := rawSample(0xfffffff0)
+		if off == 0 {
+			return nil, fmt.Errorf("no answer")
+		}
+		m := pdk.FindMemory(off)
+		var a guest.ClientError
+		if err := json.Unmarshal(m.ReadBytes(), &a); err != nil {
+			return nil, err
+		}
+		return fail(&a), nil
+	default:
+		return nil, fmt.Errorf("unknown mode %q", in.Mode)
+	}
+	return out, nil
 }
 
 //go:noinline
