@@ -51,6 +51,6 @@
 // module.go (artifacts, compilation), tool.go (a tool, its instance pool
 // and Call), instance.go (one instance's life and limits), direct.go (the
 // call path around go-sdk), snapshot.go, and one file per group of host
-// functions (hostfuncs.go, fsbatch.go, notify.go, hostconfig.go,
-// extismhttp.go).
+// functions (hostfuncs.go, fsbatch.go, notify.go, client.go,
+// hostconfig.go, extismhttp.go).
 package extism
