@@ -35,15 +35,6 @@ type httpRequest struct {
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
 }
 
-// maxRedirects is how many redirects one guest request follows; each is
-// checked against the allowlist before it is followed.
-const maxRedirects = 5
-
-// errRedirectRefused is a redirect the checks of a first request refuse
-// (another scheme, credentials in the URL, a host not allowed):
-// CAPABILITY_DENIED, like the same URL asked for directly.
-var errRedirectRefused = errors.New("redirect refused")
-
 // httpResponse is what toolhost_http_request returns. Error is set (and
 // Code with it) when the request was refused or failed.
 type httpResponse struct {
@@ -181,27 +172,19 @@ func doHTTP(ctx context.Context, inst *instance, in *httpRequest) *httpResponse 
 		req.Header.Set(k, secrets.Expand(v))
 	}
 	var limitHit *plugin.Error
+	toolHeaders := make([]string, 0, len(in.Headers))
+	for k := range in.Headers {
+		toolHeaders = append(toolHeaders, k)
+	}
 	client := &http.Client{
 		Transport: t.transport,
-		CheckRedirect: func(r *http.Request, via []*http.Request) error {
-			if len(via) > maxRedirects {
-				return fmt.Errorf("stopped after %d redirects", maxRedirects)
-			}
-			if err := inst.guard.CheckURL(r.URL); err != nil {
-				return fmt.Errorf("%w: %w", errRedirectRefused, err)
-			}
+		CheckRedirect: inst.guard.CheckRedirect(func() error {
 			if !count() {
 				limitHit = plugin.LimitError("http_requests", "redirects")
 				return limitHit
 			}
-			// Secrets go only to the host the guest named.
-			if r.URL.Host != via[0].URL.Host {
-				for k := range in.Headers {
-					r.Header.Del(k)
-				}
-			}
 			return nil
-		},
+		}, toolHeaders),
 	}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -210,7 +193,7 @@ func doHTTP(ctx context.Context, inst *instance, in *httpRequest) *httpResponse 
 		}
 		code := plugin.CodeToolExecutionFailed
 		switch {
-		case netguard.Refused(err) || errors.Is(err, errRedirectRefused):
+		case netguard.Refused(err):
 			code = plugin.CodeCapabilityDenied
 		case errors.Is(err, context.DeadlineExceeded) && in.TimeoutMS > 0:
 			code = plugin.CodeToolExecutionTimeout

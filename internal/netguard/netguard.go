@@ -65,12 +65,16 @@ var (
 	// ErrAddrForbidden: the host resolved to an address that is not
 	// publicly routable and that no rule names exactly.
 	ErrAddrForbidden = errors.New("address is not publicly routable")
+	// ErrRedirectRefused: a redirect to a URL that the checks of a first
+	// request refuse (another scheme, credentials in the URL, a host not
+	// allowed); see [Guard.CheckRedirect].
+	ErrRedirectRefused = errors.New("redirect refused")
 )
 
 // Refused reports whether err is a refusal by policy (as opposed to a
 // network failure).
 func Refused(err error) bool {
-	return errors.Is(err, ErrHostNotAllowed) || errors.Is(err, ErrAddrForbidden)
+	return errors.Is(err, ErrHostNotAllowed) || errors.Is(err, ErrAddrForbidden) || errors.Is(err, ErrRedirectRefused)
 }
 
 // hostPort splits a URL into a lower-case host and a port.
@@ -271,5 +275,37 @@ func NewTransport() *http.Transport {
 		MaxResponseHeaderBytes: 64 << 10,
 		MaxIdleConns:           4,
 		IdleConnTimeout:        30 * time.Second,
+	}
+}
+
+// MaxRedirects is how many redirects one request follows.
+const MaxRedirects = 5
+
+// CheckRedirect returns an http.Client CheckRedirect policy for the tool g
+// guards: at most [MaxRedirects] redirects; every target checked as the
+// first request was (a refusal is [Refused]); hop called for each
+// redirect, to count it against the tool's limits (an error from it stops
+// the request with that error); and the headers named in toolHeaders,
+// which the tool set and which may carry injected secrets, removed once a
+// redirect leaves the host the tool named, so that secrets go only there.
+func (g *Guard) CheckRedirect(hop func() error, toolHeaders []string) func(*http.Request, []*http.Request) error {
+	return func(r *http.Request, via []*http.Request) error {
+		if len(via) > MaxRedirects {
+			return fmt.Errorf("stopped after %d redirects", MaxRedirects)
+		}
+		if err := g.CheckURL(r.URL); err != nil {
+			return fmt.Errorf("%w: %w", ErrRedirectRefused, err)
+		}
+		if hop != nil {
+			if err := hop(); err != nil {
+				return err
+			}
+		}
+		if r.URL.Host != via[0].URL.Host {
+			for _, k := range toolHeaders {
+				r.Header.Del(k)
+			}
+		}
+		return nil
 	}
 }

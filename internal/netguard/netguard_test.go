@@ -3,6 +3,7 @@ package netguard
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -116,5 +117,64 @@ func TestDialChecksResolvedAddresses(t *testing.T) {
 	}
 	if _, err := g.Dial(context.Background(), "tcp", "unknown.example.com:80"); err == nil || Refused(err) {
 		t.Errorf("unresolvable name: err = %v, want the resolver's error", err)
+	}
+}
+
+// TestCheckRedirect: a redirect is checked as a first request is, counted
+// by the caller's hop, bounded, and leaves the tool's headers (secrets)
+// behind when it leaves the host the tool named.
+func TestCheckRedirect(t *testing.T) {
+	g := New(rules(t, "api.example.com", "cdn.example.com"), nil)
+	req := func(raw string, h http.Header) *http.Request {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &http.Request{URL: u, Header: h}
+	}
+	first := req("https://api.example.com/a", nil)
+	hops := 0
+	check := g.CheckRedirect(func() error { hops++; return nil }, []string{"Authorization", "X-Key"})
+
+	same := req("https://api.example.com/b", http.Header{"Authorization": {"Bearer s"}, "X-Key": {"k"}, "Accept": {"*/*"}})
+	if err := check(same, []*http.Request{first}); err != nil {
+		t.Fatalf("same host: %v", err)
+	}
+	if same.Header.Get("Authorization") == "" || same.Header.Get("X-Key") == "" {
+		t.Error("the tool's headers were dropped on a redirect to the same host")
+	}
+	other := req("https://cdn.example.com/c", http.Header{"Authorization": {"Bearer s"}, "X-Key": {"k"}, "Accept": {"*/*"}})
+	if err := check(other, []*http.Request{first}); err != nil {
+		t.Fatalf("allowed host: %v", err)
+	}
+	if other.Header.Get("Authorization") != "" || other.Header.Get("X-Key") != "" || other.Header.Get("Accept") == "" {
+		t.Errorf("headers after leaving the first host: %v", other.Header)
+	}
+	if hops != 2 {
+		t.Errorf("hop called %d times, want 2", hops)
+	}
+
+	for _, target := range []string{"https://evil.example.net/", "file:///etc/passwd", "https://u:p@api.example.com/", "http://127.0.0.1/"} {
+		err := check(req(target, http.Header{}), []*http.Request{first})
+		if err == nil || !Refused(err) || !errors.Is(err, ErrRedirectRefused) {
+			t.Errorf("redirect to %s: %v, want a refusal", target, err)
+		}
+	}
+	if hops != 2 {
+		t.Errorf("refused redirects were counted: %d hops", hops)
+	}
+
+	via := make([]*http.Request, MaxRedirects+1)
+	for i := range via {
+		via[i] = first
+	}
+	if err := check(req("https://api.example.com/d", http.Header{}), via); err == nil || Refused(err) {
+		t.Errorf("redirect %d: %v, want stopped (not a policy refusal)", MaxRedirects+1, err)
+	}
+
+	limit := errors.New("limit")
+	stop := g.CheckRedirect(func() error { return limit }, nil)
+	if err := stop(req("https://api.example.com/e", http.Header{}), []*http.Request{first}); !errors.Is(err, limit) {
+		t.Errorf("hop's error: %v", err)
 	}
 }

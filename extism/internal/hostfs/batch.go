@@ -132,6 +132,7 @@ type BatchReader struct {
 	wg      sync.WaitGroup
 }
 
+// NewBatchReader returns a reader with nothing named yet.
 func NewBatchReader() *BatchReader {
 	b := &BatchReader{ready: make(chan struct{}, 1), dirs: map[string]*batchDir{}}
 	b.work.L = &b.mu

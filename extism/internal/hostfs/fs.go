@@ -162,6 +162,7 @@ func errno(err error) experimentalsys.Errno {
 	return experimentalsys.EIO
 }
 
+// String is the host directory's name.
 func (r *FS) String() string { return r.root.Name() }
 
 // OpenFile implements experimentalsys.FS.
