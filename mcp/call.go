@@ -37,12 +37,16 @@ const maxRounds = 8
 // travels in the context given to Host.Invoke, where [Approver] finds it.
 type callState struct {
 	session   *sdk.ServerSession
+	req       *sdk.CallToolRequest
 	canElicit func() bool // the client takes form elicitations (decoded once, when first asked)
 	legacy    bool        // the client takes server-initiated elicitation requests
 	st        *roundState
 
-	mu      sync.Mutex
-	pending *pendingApproval // an approval to ask for (multi round-trip)
+	mu       sync.Mutex
+	pending  *pendingApproval   // an approval to ask for (multi round-trip)
+	asked    int                // the tool's client requests so far in this round
+	ask      *pendingAsk        // a tool's request to put to the client (multi round-trip)
+	endRound context.CancelFunc // stops the tool once it has asked (multi round-trip)
 }
 
 // roundState survives the rounds of a multi round-trip call, sealed in
@@ -55,6 +59,11 @@ type roundState struct {
 	Answers   map[string]json.RawMessage `json:"an,omitempty"`
 	Pending   *pendingApproval           `json:"p,omitempty"`
 	Question  *plugin.Question           `json:"q,omitempty"`
+	// Asked are the answers to the tool's own client requests (ask.go),
+	// in the order it made them; Asking is the request the last round
+	// put to the client.
+	Asked  []askedRecord `json:"as,omitempty"`
+	Asking *pendingAsk   `json:"ak,omitempty"`
 }
 
 type approvalRecord struct {
@@ -190,6 +199,7 @@ func (s *Server) call(ctx context.Context, name string, req *sdk.CallToolRequest
 	}
 	cs := &callState{
 		session: req.Session,
+		req:     req,
 		// Asked only when a call needs an approval or an answer: the SDK
 		// decodes the capabilities from the request's _meta anew on every
 		// asking, a noticeable part of a plain call's cost.
@@ -231,18 +241,34 @@ func (s *Server) call(ctx context.Context, name string, req *sdk.CallToolRequest
 				declined = true // the question comes back as text
 			}
 			st.Question = nil
+		case st.Asking != nil && key == st.Asking.Kind:
+			if err := st.record(resp); err != nil {
+				return errorResult(plugin.Errorf(plugin.CodeToolExecutionFailed, "the client's answer to the tool's request: %v", err))
+			}
 		}
 	}
+	st.Asking = nil // unanswered: the tool asks again
 	ctx = context.WithValue(ctx, stateKey{}, cs)
 	for round := 0; ; round++ {
-		res, err := s.host.Invoke(ctx, plugin.Call{Name: name, Arguments: args, Answers: st.Answers, Notify: notify})
+		rctx, endRound := context.WithCancel(ctx)
 		cs.mu.Lock()
-		pending := cs.pending
-		cs.pending = nil
+		cs.endRound = endRound
+		cs.mu.Unlock()
+		res, err := s.host.Invoke(rctx, plugin.Call{Name: name, Arguments: args, Answers: st.Answers, Notify: notify, Client: cs})
+		endRound()
+		cs.mu.Lock()
+		pending, ask := cs.pending, cs.ask
+		cs.pending, cs.ask, cs.asked = nil, nil, 0
 		cs.mu.Unlock()
 		if pending != nil && errors.Is(err, plugin.ErrApprovalRequired) {
 			st.Pending = pending
 			return s.inputRequired(st, inputApproval, approvalElicitation(pending))
+		}
+		if ask != nil {
+			// The tool asked its client (multi round-trip): the round
+			// ended there, and the call runs again with the answer.
+			st.Asking = ask
+			return s.inputRequired(st, ask.Kind, ask.params)
 		}
 		q := res.NeedsInput
 		if q == nil || declined || !cs.canElicit() || round >= maxRounds {
@@ -267,7 +293,7 @@ func (s *Server) call(ctx context.Context, name string, req *sdk.CallToolRequest
 }
 
 // inputRequired returns a multi round-trip result asking one question.
-func (s *Server) inputRequired(st *roundState, key string, ep *sdk.ElicitParams) *sdk.CallToolResult {
+func (s *Server) inputRequired(st *roundState, key string, ep sdk.InputRequest) *sdk.CallToolResult {
 	st.Expires = time.Now().Add(15 * time.Minute).Unix()
 	state, err := s.seal.seal(st)
 	if err != nil {

@@ -96,12 +96,13 @@ func newTestHost(t testing.TB) *testHost {
 type clientOptions struct {
 	protocol string
 	elicit   func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error)
+	sample   func(context.Context, *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error)
 	progress func(context.Context, *sdk.ProgressNotificationClientRequest)
 	logged   func(context.Context, *sdk.LoggingMessageRequest)
 }
 
 func newClient(o clientOptions) *sdk.Client {
-	copts := &sdk.ClientOptions{ElicitationHandler: o.elicit, ProgressNotificationHandler: o.progress, LoggingMessageHandler: o.logged}
+	copts := &sdk.ClientOptions{ElicitationHandler: o.elicit, CreateMessageHandler: o.sample, ProgressNotificationHandler: o.progress, LoggingMessageHandler: o.logged}
 	return sdk.NewClient(&sdk.Implementation{Name: "toolhost-test", Version: "v0"}, copts)
 }
 
