@@ -1,7 +1,8 @@
 # The configuration TestOfficialConformance serves to the official MCP
 # conformance suite: real wasm tools (the built-in filesystem module) over
 # ./ws, the tests' in-process echo tool, and the suite's fixture tools from
-# a wasm plugin (conformance/main.go, which the test builds into .cache).
+# a wasm plugin (conformance/main.go, which the test builds into .cache),
+# the sampling and elicitation ones granted the right to ask the client.
 
 host {
   workspace = "./ws"
@@ -13,6 +14,7 @@ grants {
   mount {
     path = "./ws"
   }
+  capabilities = ["client.sampling", "client.elicitation"]
 }
 
 tool "filesystem.read" {
@@ -108,5 +110,41 @@ tool "test_tool_with_progress" {
   wasm {
     path = "./.cache/conformance-fixtures.wasm"
     tool = "test_tool_with_progress"
+  }
+}
+
+tool "test_sampling" {
+  tier         = "read_only"
+  capabilities = ["client.sampling"]
+  wasm {
+    path = "./.cache/conformance-fixtures.wasm"
+    tool = "test_sampling"
+  }
+}
+
+tool "test_elicitation" {
+  tier         = "read_only"
+  capabilities = ["client.elicitation"]
+  wasm {
+    path = "./.cache/conformance-fixtures.wasm"
+    tool = "test_elicitation"
+  }
+}
+
+tool "test_elicitation_sep1034_defaults" {
+  tier         = "read_only"
+  capabilities = ["client.elicitation"]
+  wasm {
+    path = "./.cache/conformance-fixtures.wasm"
+    tool = "test_elicitation_sep1034_defaults"
+  }
+}
+
+tool "test_elicitation_sep1330_enums" {
+  tier         = "read_only"
+  capabilities = ["client.elicitation"]
+  wasm {
+    path = "./.cache/conformance-fixtures.wasm"
+    tool = "test_elicitation_sep1330_enums"
   }
 }
