@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -376,4 +377,100 @@ func TestClientErrors(t *testing.T) {
 			t.Errorf("client error %q reached the caller as %v, want %s with %q", tc.err, err, tc.code, tc.want)
 		}
 	}
+}
+
+// FuzzClientRequests feeds arbitrary JSON, as a guest's toolhost_sample or
+// toolhost_elicit would pass it, and an arbitrary answer through a tool's
+// Request.Client. The pipeline must not panic; what reaches the client
+// must be within the caps (a sampling request with messages and maxTokens,
+// a form with a message and an object schema), never hold the call's
+// secret, and the tool must get either an answer or an *Error with a code.
+func FuzzClientRequests(f *testing.F) {
+	for _, seed := range []struct{ req, answer string }{
+		{`{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":10}`, `{"action":"accept","content":{"name":"x"}}`},
+		{`{"message":"Name?","requestedSchema":` + form + `}`, `{"action":"accept","content":{"name":"Ada"}}`},
+		{`{"message":"?","requestedSchema":{"type":"object","properties":{"t":{"type":"array","items":{"anyOf":[{"const":"a","title":"A"}]}}}}}`, `{"action":"accept","content":{"t":["a"]}}`},
+		{`{"message":"sk-fuzz-secret","requestedSchema":{"type":"object","properties":{"a":{"type":"string","default":"sk-fuzz-secret"}}}}`, `{"action":"decline"}`},
+		{`{"messages":[{"role":"assistant","content":{"type":"image","data":"aGk=","mimeType":"image/png"}}],"maxTokens":1,"temperature":1e308}`, `{"action":"maybe"}`},
+		{`{"messages":[],"maxTokens":-1}`, `{}`}, {`{"message":"","requestedSchema":null}`, `null`},
+		{`{"requestedSchema":{"type":"object","properties":{"a":{"type":"object","properties":{}}}},"message":"x"}`, `{"action":"accept","content":[]}`},
+		{`[`, `{"action":"accept","content":{"name":1e999}}`},
+	} {
+		f.Add([]byte(seed.req), []byte(seed.answer))
+	}
+	const secret = "sk-fuzz-secret"
+	h, err := plugin.NewHost(plugin.Options{
+		Grants:  plugin.Capabilities{Sampling: true, Elicitation: true, Secrets: []string{"K"}},
+		Secrets: plugin.SecretFunc(func(context.Context, string) (string, error) { return secret, nil }),
+	})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer h.Close()
+	type input struct{ req, answer []byte }
+	var cur input
+	err = h.Register(plugin.Spec{Name: "t", Tier: plugin.TierReadOnly, Capabilities: plugin.Capabilities{Sampling: true, Elicitation: true, Secrets: []string{"K"}}},
+		fn(`{"type":"object"}`, func(ctx context.Context, req *plugin.Request) (*plugin.Result, error) {
+			var s plugin.SampleRequest
+			var e plugin.ElicitRequest
+			var errs []error
+			if json.Unmarshal(cur.req, &s) == nil {
+				_, err := req.Client.Sample(ctx, &s)
+				errs = append(errs, err)
+			}
+			if json.Unmarshal(cur.req, &e) == nil {
+				_, err := req.Client.Elicit(ctx, &e)
+				errs = append(errs, err)
+			}
+			for _, err := range errs {
+				var pe *plugin.Error
+				if err != nil && !errors.As(err, &pe) {
+					return nil, fmt.Errorf("not an *Error: %w", err)
+				}
+			}
+			return textResult("ok"), nil
+		}))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, req, answer []byte) {
+		cur = input{req, answer}
+		p := &peer{
+			sample: func(context.Context, *plugin.SampleRequest) (*plugin.SampleResult, error) {
+				var r plugin.SampleResult
+				if err := json.Unmarshal(answer, &r); err != nil {
+					return nil, err
+				}
+				return &r, nil
+			},
+			elicit: func(context.Context, *plugin.ElicitRequest) (*plugin.ElicitResult, error) {
+				var r plugin.ElicitResult
+				if err := json.Unmarshal(answer, &r); err != nil {
+					return nil, err
+				}
+				return &r, nil
+			},
+		}
+		res, err := h.Invoke(context.Background(), plugin.Call{Name: "t", Arguments: json.RawMessage(`{}`), Client: p})
+		if err != nil {
+			if strings.Contains(err.Error(), "not an *Error") || strings.Contains(err.Error(), "panic") {
+				t.Fatalf("the tool got %v", err)
+			}
+		} else if res.TextContent() != "ok" {
+			t.Fatalf("result %q", res.TextContent())
+		}
+		for _, s := range p.samples {
+			b, _ := json.Marshal(s)
+			if len(s.Messages) == 0 || s.MaxTokens <= 0 || len(b) > plugin.MaxClientMessage || bytes.Contains(b, []byte(secret)) {
+				t.Fatalf("sent to the client: %.300s", b)
+			}
+		}
+		for _, e := range p.elicits {
+			b, _ := json.Marshal(e)
+			var top struct{ Type string }
+			if e.Message == "" || json.Unmarshal(e.RequestedSchema, &top) != nil || top.Type != "object" || len(b) > 128<<10 || bytes.Contains(b, []byte(secret)) {
+				t.Fatalf("sent to the client: %.300s", b)
+			}
+		}
+	})
 }
