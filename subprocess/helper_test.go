@@ -28,6 +28,7 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 
+	"github.com/toolhost/toolhost/internal/raceexit"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/shared"
 	"github.com/toolhost/toolhost/shared/pluginv1"
@@ -43,13 +44,32 @@ const testPluginArg = "__toolhost_test_plugin__"
 const fuse = 20 * time.Second
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 2 && (os.Args[1] == shimArg || os.Args[1] == testPluginArg && exitsByItself(os.Args[2])) {
+		// The sandbox gives the shim and the plugin environments of
+		// their own: without this, each exit of one under -race would
+		// wait a second (internal/raceexit).
+		raceexit.Reexec()
+	}
 	MaybeRunShim()
 	if len(os.Args) > 2 && os.Args[1] == testPluginArg {
 		runTestPlugin(os.Args[2], os.Args[3:])
 		os.Exit(0)
 	}
+	raceexit.Setenv() // for the test hosts, which inherit the environment
 	openExeDir()
 	os.Exit(m.Run())
+}
+
+// exitsByItself reports whether a test plugin started in mode may exit by
+// itself while a test waits: the descendants that hostile plugins start
+// (a fork bomb's copies, sleepers, spinners) are only ever killed, and
+// start at full speed, without executing again.
+func exitsByItself(mode string) bool {
+	switch mode {
+	case "bombchild", "sleeper", "spinner":
+		return false
+	}
+	return true
 }
 
 // openExeDir lets the sandboxed processes' identity (nobody, under a root
