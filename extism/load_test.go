@@ -15,6 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/toolhost/toolhost/extism/internal/wasmbin"
+	"github.com/toolhost/toolhost/internal/testcache"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -245,7 +246,11 @@ func TestCoalesceData(t *testing.T) {
 	}
 	ctx := context.Background()
 	memOf := func(b []byte) []byte {
-		rt := wazero.NewRuntime(ctx)
+		// Machine code from the tests' cache (under -race compiled by a
+		// helper built without it): the data segments are applied the
+		// same way whichever compiled the code.
+		testcache.Precompile(b)
+		rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(testcache.Cache()))
 		defer rt.Close(ctx)
 		cm, err := rt.CompileModule(ctx, b)
 		if err != nil {

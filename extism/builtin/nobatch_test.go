@@ -8,8 +8,10 @@ import (
 	"testing"
 
 	extism "github.com/extism/go-sdk"
+	"github.com/tetratelabs/wazero"
 
 	"github.com/toolhost/toolhost/extism/builtin"
+	"github.com/toolhost/toolhost/internal/testcache"
 )
 
 // TestFilesystemWithoutBatchReads runs filesystem.search, .read and .list as a
@@ -97,17 +99,21 @@ func TestFilesystemWithoutBatchReads(t *testing.T) {
 // plainCompile compiles a built-in module for plain go-sdk, as another
 // Extism host runs it: mounts and config its own, and toolhost's host
 // functions answering ENOSYS, as toolhost's do where they are not offered.
+// The machine code comes from the tests' shared compilation cache (under
+// -race, compiled by a helper built without it: internal/testcache); it is
+// what wazero would compile here.
 func plainCompile(t *testing.T, wasm []byte, mounts, cfg map[string]string) *extism.CompiledPlugin {
 	t.Helper()
 	enosys := int32(52)
 	i32 := extism.ValueTypeI32
 	answer := func(_ context.Context, _ *extism.CurrentPlugin, stack []uint64) { stack[0] = uint64(uint32(-enosys)) }
 	ctx := context.Background()
+	testcache.Precompile(wasm)
 	cp, err := extism.NewCompiledPlugin(ctx, extism.Manifest{
 		Wasm:         []extism.Wasm{extism.WasmData{Data: wasm}},
 		AllowedPaths: mounts,
 		Config:       cfg,
-	}, extism.PluginConfig{EnableWasi: true}, []extism.HostFunction{
+	}, extism.PluginConfig{EnableWasi: true, RuntimeConfig: wazero.NewRuntimeConfig().WithCompilationCache(testcache.Cache())}, []extism.HostFunction{
 		extism.NewHostFunctionWithStack("toolhost_fs_submit", answer, []extism.ValueType{i32, i32, i32, i32, extism.ValueTypeI64, i32, i32, i32}, []extism.ValueType{i32}),
 		extism.NewHostFunctionWithStack("toolhost_fs_take", answer, []extism.ValueType{i32, i32, i32}, []extism.ValueType{i32}),
 		extism.NewHostFunctionWithStack("toolhost_config_get", answer, []extism.ValueType{i32, i32, i32, i32}, []extism.ValueType{i32}),

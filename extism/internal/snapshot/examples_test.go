@@ -16,9 +16,17 @@ import (
 // compileCache keeps compiled code across the test's many plugins.
 var compileCache = testCache
 
-// extismCall runs export in a fresh go-sdk instance of wasm, the way the
-// extism adapter does, and returns what go-sdk returns.
-func extismCall(t *testing.T, wasm []byte, metered bool, export string, input []byte) (uint32, string, error) {
+// extismPlugin is a module compiled with go-sdk once, the way the extism
+// adapter compiles a tool's; each call runs in a fresh instance of it, as
+// each of the adapter's calls does.
+type extismPlugin struct {
+	cp      *extism.CompiledPlugin
+	metered bool
+}
+
+// compileExtism compiles wasm for extismPlugin.call; metered says that it
+// was instrumented with fuel, and needs the meter's host functions.
+func compileExtism(t *testing.T, wasm []byte, metered bool) *extismPlugin {
 	t.Helper()
 	ctx := context.Background()
 	funcs := noToolhostFuncs()
@@ -31,15 +39,23 @@ func extismCall(t *testing.T, wasm []byte, metered bool, export string, input []
 	if err != nil {
 		t.Fatalf("compile: %v", err)
 	}
-	defer cp.Close(ctx)
-	p, err := cp.Instance(ctx, extism.PluginInstanceConfig{ModuleConfig: wazero.NewModuleConfig().WithRandSource(rand.Reader)})
+	t.Cleanup(func() { cp.Close(ctx) })
+	return &extismPlugin{cp: cp, metered: metered}
+}
+
+// call runs export in a fresh go-sdk instance and returns what go-sdk
+// returns.
+func (p *extismPlugin) call(t *testing.T, export string, input []byte) (uint32, string, error) {
+	t.Helper()
+	ctx := context.Background()
+	inst, err := p.cp.Instance(ctx, extism.PluginInstanceConfig{ModuleConfig: wazero.NewModuleConfig().WithRandSource(rand.Reader)})
 	if err != nil {
 		t.Fatalf("instance: %v", err)
 	}
-	defer p.Close(ctx)
+	defer inst.Close(ctx)
 	m := fuel.NewMeter(0)
-	rc, out, err := p.CallWithContext(fuel.WithMeter(ctx, m), export, input)
-	if metered && m.Used() == 0 {
+	rc, out, err := inst.CallWithContext(fuel.WithMeter(ctx, m), export, input)
+	if p.metered && m.Used() == 0 {
 		t.Fatalf("%s: no fuel used", export)
 	}
 	return rc, string(out), err
@@ -139,10 +155,15 @@ func TestExamplesFromSnapshotAndWithFuel(t *testing.T) {
 					metered bool
 				}{snapFuel, true}
 			}
+			plain := compileExtism(t, orig, false)
+			compiled := map[string]*extismPlugin{}
+			for name, v := range variants {
+				compiled[name] = compileExtism(t, v.wasm, v.metered)
+			}
 			for _, c := range tc.calls {
-				wantRC, wantOut, wantErr := extismCall(t, orig, false, c.export, []byte(c.input))
-				for name, v := range variants {
-					rc, out, err := extismCall(t, v.wasm, v.metered, c.export, []byte(c.input))
+				wantRC, wantOut, wantErr := plain.call(t, c.export, []byte(c.input))
+				for name, p := range compiled {
+					rc, out, err := p.call(t, c.export, []byte(c.input))
 					if rc != wantRC || out != wantOut || errString(err) != errString(wantErr) {
 						t.Errorf("%s %s(%s): rc %d out %q err %v; original rc %d out %q err %v",
 							name, c.export, c.input, rc, out, err, wantRC, wantOut, wantErr)
