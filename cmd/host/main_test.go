@@ -26,3 +26,9 @@ func TestMain(m *testing.M) {
 	raceexit.Setenv() // for the test hosts and clients the tests start
 	os.Exit(m.Run())
 }
+
+// longTestsEnv, set to 1, asks for the long forms of soak tests (.ci/run
+// sets it; docs/testing.md).
+const longTestsEnv = "TOOLHOST_LONG_TESTS"
+
+func longTests() bool { return os.Getenv(longTestsEnv) == "1" }
