@@ -249,7 +249,7 @@ func specs(cfg *config.Config) []plugin.Spec {
 				Name:         m.Name + "/" + t,
 				Source:       plugin.Source{Kind: "mcp", Tool: t, Server: srv},
 				Tier:         m.Tier,
-				Capabilities: plugin.Capabilities{Secrets: m.Secrets},
+				Capabilities: plugin.Capabilities{Secrets: m.Secrets, Sampling: m.Sampling, Elicitation: m.Elicitation},
 				Limits:       limits,
 			})
 		}

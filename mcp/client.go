@@ -368,12 +368,10 @@ func (r *remote) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	r.mu.Lock()
 	r.last = time.Now()
 	r.mu.Unlock()
-	tr := &sdk.StreamableClientTransport{
-		Endpoint: r.srv.URL, HTTPClient: r.hc, MaxRetries: -1,
-		DisableStandaloneSSE: true, MaxEventSize: int(r.a.opts.MaxResponseBytes),
-	}
-	client := sdk.NewClient(&sdk.Implementation{Name: "toolhost", Version: r.a.opts.Version}, nil)
-	cs, err := connectBounded(ctx, client, tr)
+	// The shared session has no standalone stream: nothing a server sends
+	// outside a call's stream could reach a caller (a call that may be
+	// asked has a session of its own, askingSession).
+	cs, err := connectBounded(ctx, r.client(nil), r.transport(true))
 	if err != nil {
 		err = fmt.Errorf("connecting: %w", err)
 		r.markDown(err)
@@ -394,6 +392,29 @@ func (r *remote) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	r.down, r.reason = false, ""
 	r.mu.Unlock()
 	return cs, nil
+}
+
+// streamResumes is how many times a call's event stream that ends before
+// its result (a server closing it on purpose, SEP-1699, or a proxy cutting
+// it) is taken up again: a GET with Last-Event-ID after the server's
+// retry delay (or the SDK's backoff of 1-2 s). One attempt per break; a
+// stream that makes progress between breaks may break again. A server
+// that gives no event IDs cannot be resumed, and the call fails as before.
+const streamResumes = 1
+
+// transport returns a transport to the server. noStandalone: no GET stream
+// for the session's own messages.
+func (r *remote) transport(noStandalone bool) *sdk.StreamableClientTransport {
+	return &sdk.StreamableClientTransport{
+		Endpoint: r.srv.URL, HTTPClient: r.hc, MaxRetries: streamResumes,
+		DisableStandaloneSSE: noStandalone, MaxEventSize: int(r.a.opts.MaxResponseBytes),
+	}
+}
+
+// client returns the MCP client of a session; opts carries the handlers of
+// a session that may be asked (nil: none, and the server is refused).
+func (r *remote) client(opts *sdk.ClientOptions) *sdk.Client {
+	return sdk.NewClient(&sdk.Implementation{Name: "toolhost", Version: r.a.opts.Version}, opts)
 }
 
 // connectBounded connects, returning when ctx is done even if the SDK's
@@ -637,10 +658,14 @@ func (t *remoteTool) Available() (bool, string) {
 	return true, ""
 }
 
-// callTrack notes, per call, that a response went over the size cap.
+// callTrack notes, per attempt of a call, that a response went over the
+// size cap, and that the server accepted the call's request (a POST
+// answered 2xx): after that, a failure does not show that the call never
+// ran, whatever the error says (a resumed stream refused, a session the
+// server forgot mid-call).
 type callTrack struct {
-	mu       sync.Mutex
-	exceeded bool
+	mu                  sync.Mutex
+	exceeded, delivered bool
 }
 
 type trackKey struct{}
@@ -651,11 +676,9 @@ func (t *remoteTool) Call(ctx context.Context, req *plugin.Request) (*plugin.Res
 	if err := r.setHeaders(req.Secrets); err != nil {
 		return nil, plugin.Errorf(plugin.CodeToolUnavailable, "MCP server %q: %v", r.srv.Name, err)
 	}
-	track := &callTrack{}
-	ctx = context.WithValue(ctx, trackKey{}, track)
 	backoff := 100 * time.Millisecond
 	for attempt := 0; ; attempt++ {
-		res, err, retry := t.attempt(ctx, req, track)
+		res, err, retry := t.attempt(ctx, req)
 		if !retry || attempt >= r.a.opts.Retries {
 			return res, err
 		}
@@ -672,9 +695,19 @@ func (t *remoteTool) Call(ctx context.Context, req *plugin.Request) (*plugin.Res
 }
 
 // attempt makes one try; retry says whether trying again is safe.
-func (t *remoteTool) attempt(ctx context.Context, req *plugin.Request, track *callTrack) (*plugin.Result, error, bool) {
+func (t *remoteTool) attempt(ctx context.Context, req *plugin.Request) (*plugin.Result, error, bool) {
 	r := t.r
 	cs, err := r.connect(ctx)
+	var own *asker // set when the call runs on a session of its own
+	if err == nil && asks(req) {
+		// A call that may be asked runs on a session of its own, so that
+		// whatever the server asks on it is this call's to answer.
+		if cs, own, err = r.askingSession(ctx, req); err == nil {
+			// Ended in the background: a server that does not answer
+			// the DELETE must not hold the call's result back.
+			defer func() { go cs.Close() }()
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err(), false
@@ -701,7 +734,8 @@ func (t *remoteTool) attempt(ctx context.Context, req *plugin.Request, track *ca
 			return nil, plugin.Errorf(plugin.CodeInvalidRequest, "answers: %v", err), false
 		}
 	}
-	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: t.name, Arguments: json.RawMessage(args)})
+	track := &callTrack{}
+	res, err := cs.CallTool(context.WithValue(ctx, trackKey{}, track), &sdk.CallToolParams{Name: t.name, Arguments: json.RawMessage(args)})
 	if err == nil {
 		out, err := toPluginResult(res)
 		if err == nil && t.lateSchema && e.output != nil && !out.IsError {
@@ -715,14 +749,21 @@ func (t *remoteTool) attempt(ctx context.Context, req *plugin.Request, track *ca
 		return out, err, false
 	}
 	track.mu.Lock()
-	exceeded := track.exceeded
+	exceeded, delivered := track.exceeded, track.delivered
 	track.mu.Unlock()
 	switch {
 	case exceeded:
-		r.dropSession(cs)
+		if own == nil {
+			r.dropSession(cs)
+		}
 		return nil, plugin.LimitError("http_response", "MCP server %q sent a response over %s", r.srv.Name, plugin.FormatSize(r.a.opts.MaxResponseBytes)), false
 	case ctx.Err() != nil:
 		return nil, ctx.Err(), false
+	}
+	if cause, ok := own.cause(err); ok {
+		// The caller's client was not asked, or failed: the call says so
+		// as the pipeline did.
+		return nil, cause, false
 	}
 	var werr *jsonrpc.Error
 	if errors.As(err, &werr) {
@@ -733,8 +774,10 @@ func (t *remoteTool) attempt(ctx context.Context, req *plugin.Request, track *ca
 		return nil, plugin.Errorf(code, "MCP server %q: %s", r.srv.Name, werr.Message), false
 	}
 	// A transport failure: the session is suspect.
-	r.dropSession(cs)
-	if notDelivered(err) || req.Spec != nil && req.Spec.Tier == plugin.TierReadOnly {
+	if own == nil {
+		r.dropSession(cs)
+	}
+	if !delivered && notDelivered(err) || req.Spec != nil && req.Spec.Tier == plugin.TierReadOnly {
 		return nil, plugin.Errorf(plugin.CodeToolUnavailable, "MCP server %q: %v", r.srv.Name, err), true
 	}
 	r.markDown(err)
@@ -870,6 +913,11 @@ func (rt *remoteTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		return nil, err
 	}
 	track, _ := req.Context().Value(trackKey{}).(*callTrack)
+	if track != nil && req.Method == http.MethodPost && resp.StatusCode/100 == 2 {
+		track.mu.Lock()
+		track.delivered = true
+		track.mu.Unlock()
+	}
 	resp.Body = &capReader{rc: resp.Body, left: rt.r.a.opts.MaxResponseBytes, track: track}
 	return resp, nil
 }

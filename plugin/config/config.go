@@ -280,6 +280,11 @@ type MCPServer struct {
 	Tier    plugin.Tier
 	Timeout time.Duration
 	Limits  plugin.Limits
+	// Sampling and Elicitation: the server may ask the caller's MCP
+	// client, while its tools run, for a completion from its LLM or for
+	// its user's input (capabilities = ["client.sampling",
+	// "client.elicitation"], granted by the operator).
+	Sampling, Elicitation bool
 }
 
 // Range returns the range of the block that defined a tool or MCP server,
@@ -1213,6 +1218,22 @@ func (d *decoder) decodeMCP(m *rawMCP, cfg *Config) (MCPServer, bool) {
 	}
 	if m.Limits != nil {
 		s.Limits = d.decodeLimits(m.Limits)
+	}
+	caps := []string{capSampling, capElicitation}
+	for _, c := range m.Capabilities {
+		var granted bool
+		switch c {
+		case capSampling:
+			s.Sampling, granted = true, cfg.Grants.Sampling
+		case capElicitation:
+			s.Elicitation, granted = true, cfg.Grants.Elicitation
+		default:
+			d.errorf(m.CapabilitiesRange, "Unknown capability", "%q is not a capability an MCP server declares.%s An MCP server's capabilities are %s.", c, didYouMean(c, caps), quoteList(caps))
+			continue
+		}
+		if !granted {
+			d.errorf(m.CapabilitiesRange, "Capability not granted", "The server %q asks the caller's client (%s), which needs the operator's explicit grant: grants { capabilities = [%q] }.", m.Name, c, c)
+		}
 	}
 	return s, len(d.diags.Errs()) == before
 }

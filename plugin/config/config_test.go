@@ -184,7 +184,8 @@ func TestFullConfig(t *testing.T) {
 	}
 	m := cfg.MCPServers[0]
 	if m.Name != "everything" || m.URL != "http://127.0.0.1:3001/mcp" || m.Tier != plugin.TierReadOnly ||
-		m.Timeout != 20*time.Second || !cmp.Equal(m.Tools, []string{"echo", "add"}) || m.Headers["Authorization"] != "Bearer $API_KEY" {
+		m.Timeout != 20*time.Second || !cmp.Equal(m.Tools, []string{"echo", "add"}) || m.Headers["Authorization"] != "Bearer $API_KEY" ||
+		!m.Elicitation || m.Sampling {
 		t.Errorf("mcp server = %+v", m)
 	}
 	if _, ok := cfg.Range("wiki.fetch"); !ok {

@@ -185,13 +185,17 @@ type rawMCP struct {
 	Tier    *string           `hcl:"tier"`
 	Timeout *string           `hcl:"timeout"`
 	Limits  *rawLimits        `hcl:"limits,block"`
+	// Capabilities: client.sampling, client.elicitation (the server may
+	// ask the caller's client while its tools run).
+	Capabilities []string `hcl:"capabilities,optional"`
 
-	URLRange     hcl.Range `hcl:"url,attr_value_range"`
-	SecretsRange hcl.Range `hcl:"secrets,attr_value_range"`
-	ToolsRange   hcl.Range `hcl:"tools,attr_value_range"`
-	TierRange    hcl.Range `hcl:"tier,attr_value_range"`
-	TimeoutRange hcl.Range `hcl:"timeout,attr_value_range"`
-	DefRange     hcl.Range `hcl:",def_range"`
+	URLRange          hcl.Range `hcl:"url,attr_value_range"`
+	CapabilitiesRange hcl.Range `hcl:"capabilities,attr_value_range"`
+	SecretsRange      hcl.Range `hcl:"secrets,attr_value_range"`
+	ToolsRange        hcl.Range `hcl:"tools,attr_value_range"`
+	TierRange         hcl.Range `hcl:"tier,attr_value_range"`
+	TimeoutRange      hcl.Range `hcl:"timeout,attr_value_range"`
+	DefRange          hcl.Range `hcl:",def_range"`
 }
 
 // rawLimits keeps every limit as an expression so that sizes ("64MiB"),

@@ -105,4 +105,6 @@ mcp_server "everything" {
   tools   = ["echo", "add"]
   tier    = "read_only"
   timeout = "20s"
+  # The server may put forms to the caller's user while its tools run.
+  capabilities = ["client.elicitation"]
 }

@@ -45,6 +45,7 @@ mcp_server "writer" {
   tools = ["a", "a"]
   tier  = "root"
   timeout = "forever"
+  capabilities = ["client.elicitation", "client.sampeling"]
 }
 
 tool "asker" {
