@@ -184,6 +184,7 @@ func TestShellExecHostile(t *testing.T) {
 }
 
 func TestBashReadOnly(t *testing.T) {
+	t.Parallel() // mostly waits (helper_test.go)
 	a := newTestAdapter(t, nil)
 	tool, ws := builtinTool(t, a, BuiltinBashReadOnly, nil)
 	if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("alpha\nbeta\ngamma\n"), 0o644); err != nil {

@@ -36,6 +36,7 @@ func TestSubreaper(t *testing.T) {
 // it (the cgroup's cap and membership hold from the plugin's first
 // instruction on).
 func TestPluginInItsCgroup(t *testing.T) {
+	t.Parallel() // mostly waits (helper_test.go)
 	a := newTestAdapter(t, nil)
 	if a.cgroupParent == "" {
 		t.Skip("no pids cgroup here")

@@ -75,6 +75,7 @@ func gitRepoAt(t *testing.T, dir string) string {
 }
 
 func TestExampleGitPlugin(t *testing.T) {
+	t.Parallel() // mostly waits (helper_test.go)
 	bin := buildGitPlugin(t)
 	sum, err := FileSHA256(bin)
 	if err != nil {
@@ -134,6 +135,7 @@ func TestExampleGitPlugin(t *testing.T) {
 // the binary is built and pinned as its comments say, and its tools load
 // and answer through a host.
 func TestExampleGitPluginConfig(t *testing.T) {
+	t.Parallel() // mostly waits (helper_test.go)
 	bin := buildGitPlugin(t)
 	sum, err := FileSHA256(bin)
 	if err != nil {

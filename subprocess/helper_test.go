@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -38,6 +39,15 @@ import (
 // plugin: started with testPluginArg it serves testTools, or misbehaves in
 // the way its mode says (go-plugin's TestHelperProcess habit).
 const testPluginArg = "__toolhost_test_plugin__"
+
+// Tests that mostly wait (for a timeout, a restart, a process to go) call
+// t.Parallel. Those that load the machine (fork and thread bombs,
+// spinners, allocation, filling the disk or the descriptor table), those
+// that set the environment (t.Setenv), TestHostSecretsOutOfReach (which
+// reads every process's environment) and TestLeftoverScan (which kills
+// leftover shims) stay serial: Go runs the serial tests first, then the
+// parallel ones, as many at once as -parallel (GOMAXPROCS by default).
+// strayShims tells one test's shims from another's.
 
 // fuse bounds every hostile behaviour, so that a containment bug cannot
 // harm the machine: each hostile process gives up by itself after this long.
@@ -592,10 +602,14 @@ func newTestAdapter(t testing.TB, mod func(*Config)) *Adapter {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ta := &testAdapter{Adapter: a, test: topTest(t)}
 	testAdaptersMu.Lock()
-	testAdapters = append(testAdapters, a)
+	testAdapters = append(testAdapters, ta)
 	testAdaptersMu.Unlock()
-	t.Cleanup(func() { a.Close() })
+	t.Cleanup(func() {
+		a.Close()
+		ta.closed.Store(true)
+	})
 	return a
 }
 
@@ -647,7 +661,7 @@ func assertLeft(t testing.TB, mark string, want int, d time.Duration) {
 	deadline := time.Now().Add(d)
 	for {
 		left := marked(mark)
-		stray := strayShims()
+		stray := strayShims(t)
 		if len(left) == want && len(stray) == 0 {
 			return
 		}
@@ -754,13 +768,24 @@ func (s shimProc) stillRunning() bool {
 	return start == s.start && alive(s.pid)
 }
 
-// testAdapters are the adapters newTestAdapter made. The package's tests
-// do not run in parallel (no t.Parallel), so the live adapters are those
-// of the running test and, closed, those of earlier ones.
+// testAdapters are the adapters newTestAdapter made, with the top-level
+// test that made each.
 var (
 	testAdaptersMu sync.Mutex
-	testAdapters   []*Adapter
+	testAdapters   []*testAdapter
 )
+
+type testAdapter struct {
+	*Adapter
+	test   string      // the top-level test that made it
+	closed atomic.Bool // by the test's cleanup
+}
+
+// topTest is the name of t's top-level test.
+func topTest(t testing.TB) string {
+	name, _, _ := strings.Cut(t.Name(), "/")
+	return name
+}
 
 // strayShims lists the shims this test process started (its children: a
 // shim is started by the host and never re-parented while the host lives)
@@ -769,12 +794,23 @@ var (
 // other test processes (another package, another run of this one) have
 // another parent and are not counted. A spare being warmed, a plugin being
 // retired, are stray for a moment: callers poll (assertLeft).
-func strayShims() []shimProc {
+//
+// Tests that mostly wait run in parallel (t.Parallel), so a shim in the
+// scratch directory of an open adapter of another top-level test — its
+// working directory, whether a spare or a plugin's supervisor — is that
+// test's to account for, and not counted here. Any other stray is counted
+// for every test: one left behind by a test that has ended, one outside
+// every adapter's scratch directory.
+func strayShims(t testing.TB) []shimProc {
 	owned := map[int]bool{}
 	testAdaptersMu.Lock()
 	adapters := slices.Clone(testAdapters)
 	testAdaptersMu.Unlock()
+	var others []string // scratch directories of other tests' open adapters
 	for _, a := range adapters {
+		if a.test != topTest(t) && !a.closed.Load() {
+			others = append(others, a.cfg.ScratchDir+string(filepath.Separator))
+		}
 		a.mu.Lock()
 		tools := slices.Clone(a.tools)
 		a.mu.Unlock()
@@ -798,9 +834,21 @@ func strayShims() []shimProc {
 			}
 		}
 	}
+	othersOwn := func(pid int) bool {
+		cwd, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
+		if err != nil {
+			return false
+		}
+		for _, dir := range others {
+			if strings.HasPrefix(cwd, dir) {
+				return true
+			}
+		}
+		return false
+	}
 	var out []shimProc
 	for _, s := range shims(os.Getpid()) {
-		if !owned[s.pid] {
+		if !owned[s.pid] && !othersOwn(s.pid) {
 			out = append(out, s)
 		}
 	}

@@ -151,6 +151,7 @@ func TestHostileSetsidDoubleFork(t *testing.T) {
 }
 
 func TestHostileIgnoresSIGTERM(t *testing.T) {
+	t.Parallel() // mostly waits (helper_test.go)
 	const grace = 300 * time.Millisecond
 	a := newTestAdapter(t, func(c *Config) { c.KillGrace = grace })
 	ok := healthy(t, a)
@@ -172,6 +173,7 @@ func TestHostileIgnoresSIGTERM(t *testing.T) {
 }
 
 func TestConcurrentCalls(t *testing.T) {
+	t.Parallel() // mostly waits (helper_test.go)
 	a := newTestAdapter(t, nil)
 	mark := newMark(t)
 	tool := load(t, a, testSpec(testPluginSum(), "echo", "serve", mark))
@@ -388,6 +390,7 @@ func TestHostileExhaustsFileDescriptors(t *testing.T) {
 }
 
 func TestHostileSleepsForever(t *testing.T) {
+	t.Parallel() // mostly waits (helper_test.go)
 	a := newTestAdapter(t, nil)
 	ok := healthy(t, a)
 	mark := newMark(t)
@@ -410,6 +413,7 @@ func TestHostileSleepsForever(t *testing.T) {
 }
 
 func TestHostileHangsInHandshake(t *testing.T) {
+	t.Parallel() // mostly waits (helper_test.go)
 	a := newTestAdapter(t, func(c *Config) { c.StartTimeout = time.Second })
 	ok := healthy(t, a)
 	mark := newMark(t)
@@ -424,6 +428,7 @@ func TestHostileHangsInHandshake(t *testing.T) {
 }
 
 func TestHostileCrashesMidCall(t *testing.T) {
+	t.Parallel() // mostly waits (helper_test.go)
 	a := newTestAdapter(t, func(c *Config) { c.RestartBackoff = 300 * time.Millisecond })
 	ok := healthy(t, a)
 	mark := newMark(t)
@@ -450,6 +455,7 @@ func TestHostileCrashesMidCall(t *testing.T) {
 }
 
 func TestHostileGarbage(t *testing.T) {
+	t.Parallel() // mostly waits (helper_test.go)
 	a := newTestAdapter(t, nil)
 	ok := healthy(t, a)
 	t.Run("stdout before the handshake", func(t *testing.T) {
@@ -485,6 +491,7 @@ func mustServeTool(t *testing.T, tool plugin.Tool, code plugin.Code) {
 }
 
 func TestHostileBinarySwapped(t *testing.T) {
+	t.Parallel() // mostly waits (helper_test.go)
 	exe, _ := os.Executable()
 	dir := sandboxDir(t)
 	bin := filepath.Join(dir, "plugin")
@@ -528,6 +535,7 @@ func TestHostileBinarySwapped(t *testing.T) {
 }
 
 func TestHostKilled(t *testing.T) {
+	t.Parallel() // mostly waits (helper_test.go)
 	for _, v := range []struct {
 		name string
 		env  []string
@@ -599,6 +607,7 @@ func TestHostKilled(t *testing.T) {
 }
 
 func TestIdleStop(t *testing.T) {
+	t.Parallel() // mostly waits (helper_test.go)
 	a := newTestAdapter(t, nil)
 	mark := newMark(t)
 	s := testSpec(testPluginSum(), "echo", "serve", mark)
@@ -672,6 +681,7 @@ func TestHostileSpins(t *testing.T) {
 // not hold the tool: Close returns at once and ends the waiting call, and
 // the tool says it is restarting meanwhile.
 func TestBackoffReleasesTheTool(t *testing.T) {
+	t.Parallel() // mostly waits (helper_test.go)
 	a := newTestAdapter(t, func(c *Config) { c.RestartBackoff = 20 * time.Second; c.MaxRestartBackoff = 20 * time.Second })
 	mark := newMark(t)
 	tool := load(t, a, testSpec(testPluginSum(), "crash", "serve", mark))

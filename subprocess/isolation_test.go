@@ -81,6 +81,7 @@ func TestHostSecretsOutOfReach(t *testing.T) {
 }
 
 func TestSandboxIdentity(t *testing.T) {
+	t.Parallel() // mostly waits (helper_test.go)
 	if os.Geteuid() != 0 {
 		t.Skip("plugins change identity only under a root host")
 	}
@@ -108,9 +109,10 @@ func TestSandboxIdentity(t *testing.T) {
 		{shell, "id -u; id -g; id -G", "65534\n65534\n65534\n"},
 		{shell, "grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/self/status | tr -s '\\t ' ' '",
 			"CapInh: 0000000000000000\nCapPrm: 0000000000000000\nCapEff: 0000000000000000\nCapBnd: 0000000000000000\nCapAmb: 0000000000000000\n"},
-		// Only the tree's processes: the shim (the namespace's init), the
-		// shell, and the two it runs.
-		{shell, "ls /proc | grep -c '^[0-9]'", "4\n"},
+		// Only the tree's processes: the shim (the namespace's init) and
+		// the shell, which lists /proc itself (a glob, not `ls | grep`,
+		// whose grep may start before or after ls reads /proc).
+		{shell, "set -- /proc/[0-9]*; echo $#", "stdout ---\n2\n"},
 		{shell, "cat /proc/1/environ > /dev/null || echo refused", "refused"},
 		{shell, "cat /etc/shadow || echo refused", "refused"},
 		{ro, "cat /etc/shadow", "Permission denied"},
@@ -132,6 +134,7 @@ func TestSandboxIdentity(t *testing.T) {
 // the same redaction as every tool's: a secret the tool was given never
 // reaches the model, however the tool came by it.
 func TestSubprocessOutputIsRedacted(t *testing.T) {
+	t.Parallel() // mostly waits (helper_test.go)
 	ws := sandboxDir(t)
 	grants := plugin.Capabilities{Subprocess: true, Secrets: []string{"API_KEY"}, Mounts: []plugin.Mount{{HostPath: ws, GuestPath: "/workspace"}}}
 	a := newTestAdapter(t, nil)

@@ -26,11 +26,11 @@ func TestLeftoverScan(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		own = shims(os.Getpid())
-		if len(own) == 2 && len(strayShims()) == 0 {
+		if len(own) == 2 && len(strayShims(t)) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("shims %+v, stray %+v; want the supervisor and a spare, both owned", own, strayShims())
+			t.Fatalf("shims %+v, stray %+v; want the supervisor and a spare, both owned", own, strayShims(t))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -56,7 +56,7 @@ func TestLeftoverScan(t *testing.T) {
 	}()
 	deadline = time.Now().Add(5 * time.Second)
 	for {
-		stray := strayShims()
+		stray := strayShims(t)
 		if len(stray) == 1 && stray[0].pid == cmd.Process.Pid {
 			break
 		}

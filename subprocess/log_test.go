@@ -85,6 +85,7 @@ func newLoggedAdapter(t *testing.T, level hclog.Level) (*Adapter, *logBuffer) {
 // TestLoadWarning: every subprocess tool that loads is announced with a
 // warning naming it and the protections in force; a refused one is not.
 func TestLoadWarning(t *testing.T) {
+	t.Parallel() // mostly waits (helper_test.go)
 	a, logs := newLoggedAdapter(t, hclog.Warn)
 	h := a.Hardening()
 	s := testSpec(testPluginSum(), "echo", "serve", newMark(t))
@@ -133,6 +134,7 @@ func TestLoadWarning(t *testing.T) {
 // TestPluginOutputLogged: what a plugin writes to its stdout and stderr
 // reaches the host's log, under the tool's name.
 func TestPluginOutputLogged(t *testing.T) {
+	t.Parallel() // mostly waits (helper_test.go)
 	a, logs := newLoggedAdapter(t, hclog.Debug)
 	mark := newMark(t)
 	s := testSpec(testPluginSum(), "print", "serve", mark)
@@ -172,6 +174,7 @@ func TestPluginOutputLogged(t *testing.T) {
 // a successful call) is not logged as an error; a plugin that dies on its
 // own still is.
 func TestNormalStopIsNotAnError(t *testing.T) {
+	t.Parallel() // mostly waits (helper_test.go)
 	a, logs := newLoggedAdapter(t, hclog.Debug)
 	mark := newMark(t)
 	s := testSpec(testPluginSum(), "print", "serve", mark)

@@ -81,6 +81,7 @@ func netProbe(tcp4, tcp6, udp4 int) string {
 }
 
 func TestNoNetworkWithoutHosts(t *testing.T) {
+	t.Parallel() // mostly waits (helper_test.go)
 	tcp4, tcp6, udp4, seen := listeners(t)
 	probe := netProbe(tcp4, tcp6, udp4)
 	a := newTestAdapter(t, nil)
@@ -119,6 +120,7 @@ func TestNoNetworkWithoutHosts(t *testing.T) {
 // TestNoNetworkUnderUnprivilegedHost: a host that cannot make network
 // namespaces refuses inet sockets to an offline tool with seccomp.
 func TestNoNetworkUnderUnprivilegedHost(t *testing.T) {
+	t.Parallel() // mostly waits (helper_test.go)
 	tcp4, tcp6, udp4, seen := listeners(t)
 	out := shellHost(t, &syscall.Credential{Uid: nobody.UID, Gid: nobody.GID}, netProbe(tcp4, tcp6, udp4))
 	if !strings.Contains(out, "seccomp refuses inet sockets") || !strings.Contains(out, "probe-done") || strings.Contains(out, "LISTENER-SECRET") {
@@ -156,6 +158,7 @@ func grantedServers(t *testing.T) (plain, tls *httptest.Server, hosts []plugin.H
 // HTTP and HTTPS, through the proxy the host hands it, and nothing else:
 // not another local port, not the granted server directly, not DNS.
 func TestGrantedHostsThroughTheProxy(t *testing.T) {
+	t.Parallel() // mostly waits (helper_test.go)
 	// Go's client never proxies loopback addresses: the plugin names the
 	// server granted.test, which resolves to it.
 	a := newTestAdapter(t, func(c *Config) {

@@ -15,6 +15,7 @@ import (
 // truncated by the host's pipeline for the model, and the full output is
 // kept as an artifact.
 func TestShellExecThroughHost(t *testing.T) {
+	t.Parallel() // mostly waits (helper_test.go)
 	ws := sandboxDir(t)
 	grants := plugin.Capabilities{Subprocess: true, Mounts: []plugin.Mount{{HostPath: ws, GuestPath: "/workspace"}}}
 	a := newTestAdapter(t, nil)

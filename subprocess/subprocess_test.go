@@ -23,6 +23,7 @@ import (
 )
 
 func TestPluginCall(t *testing.T) {
+	t.Parallel() // mostly waits (helper_test.go)
 	a := newTestAdapter(t, nil)
 	mark := newMark(t)
 	tool := load(t, a, testSpec(testPluginSum(), "echo", "serve", mark))
@@ -203,6 +204,7 @@ func TestSandbox(t *testing.T) {
 }
 
 func TestLoadRefusals(t *testing.T) {
+	t.Parallel() // mostly waits (helper_test.go)
 	a := newTestAdapter(t, nil)
 	base := sandboxDir(t)
 	dir := filepath.Join(base, "plugins")
@@ -265,6 +267,7 @@ func TestLoadRefusals(t *testing.T) {
 // speaks only TLS and demands a client certificate, while the host's calls
 // go through.
 func TestAutoMTLS(t *testing.T) {
+	t.Parallel() // mostly waits (helper_test.go)
 	a := newTestAdapter(t, nil)
 	mark := newMark(t)
 	tool := load(t, a, testSpec(testPluginSum(), "env", "serve", mark))
