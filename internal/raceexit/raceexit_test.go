@@ -91,8 +91,8 @@ func TestReexec(t *testing.T) {
 	}
 
 	// An environment that sets GORACE is left alone.
-	out, _, _ = run(t, childEnv+"=exit", "GORACE=halt_on_error=0")
-	if strings.Contains(out, marker) || !strings.Contains(out, `sees="`+childEnv+`=exit GORACE=halt_on_error=0"`) {
+	out, _, _ = run(t, childEnv+"=exit", "GORACE=halt_on_error=0 "+Option)
+	if strings.Contains(out, marker) || !strings.Contains(out, `sees="`+childEnv+`=exit GORACE=halt_on_error=0 `+Option+`"`) {
 		t.Errorf("an environment setting GORACE was changed:\n%s", out)
 	}
 

@@ -125,6 +125,7 @@ func TestExamplesFromSnapshotAndWithFuel(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // CPU-bound, apart from the helper's compiles
 			orig := tc.wasm(t)
 			metered, err := fuel.Instrument(orig)
 			if err != nil {

@@ -33,6 +33,7 @@ func call(tb testing.TB, mod api.Module, fn string, args ...uint64) uint64 {
 }
 
 func TestGoGuestBehavesTheSame(t *testing.T) {
+	t.Parallel()
 	orig := goWasm(t, guestDir)
 	snap, rep, err := Snapshot(context.Background(), orig, Options{Preopens: []string{"/data"}})
 	if err != nil {
@@ -83,6 +84,7 @@ func TestGoGuestBehavesTheSame(t *testing.T) {
 }
 
 func TestInitializerDoesNotRunAgain(t *testing.T) {
+	t.Parallel()
 	snap, _, err := Snapshot(context.Background(), goWasm(t, guestDir), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -108,6 +110,7 @@ func TestInitializerDoesNotRunAgain(t *testing.T) {
 // TestRandomSeedIsSharedAndChosenByOptions pins documented behaviour: the
 // runtime's random state is part of the snapshot.
 func TestRandomSeedIsSharedAndChosenByOptions(t *testing.T) {
+	t.Parallel()
 	orig := goWasm(t, guestDir)
 	ctx := context.Background()
 	r := newRuntime(t)
