@@ -3,8 +3,6 @@ package extism
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 
 	extism "github.com/extism/go-sdk"
 
@@ -21,15 +19,6 @@ const (
 	hostSample = "toolhost_sample"
 	hostElicit = "toolhost_elicit"
 )
-
-// clientResponse is what toolhost_sample and toolhost_elicit return: the
-// client's answer, or why there is none.
-type clientResponse struct {
-	Result any         `json:"result,omitempty"`
-	Error  string      `json:"error,omitempty"`
-	Code   plugin.Code `json:"code,omitempty"`
-	Limit  string      `json:"limit,omitempty"`
-}
 
 // maxClientInput bounds the JSON a guest may pass: the pipeline's cap on a
 // request, with room for the JSON around it. A larger block is refused
@@ -56,11 +45,7 @@ func clientFunctions() []extism.HostFunction {
 func clientHostFunc[In any](ask func(ctx context.Context, c plugin.Client, in *In) (any, error)) extism.HostFunctionStackCallback {
 	return func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
 		inst := instanceFrom(ctx)
-		out := clientCall(ctx, inst, p, stack[0], ask)
-		b, err := json.Marshal(out)
-		if err != nil {
-			b, _ = json.Marshal(&clientResponse{Code: plugin.CodeToolExecutionFailed, Error: "encoding the answer: " + err.Error()})
-		}
+		b := clientCall(ctx, inst, p, stack[0], ask)
 		off, err := p.WriteBytes(b)
 		if err != nil {
 			off = 0 // no room left: the memory limit stops the call
@@ -69,47 +54,42 @@ func clientHostFunc[In any](ask func(ctx context.Context, c plugin.Client, in *I
 	}
 }
 
-func clientCall[In any](ctx context.Context, inst *instance, p *extism.CurrentPlugin, offset uint64, ask func(ctx context.Context, c plugin.Client, in *In) (any, error)) *clientResponse {
+// clientCall returns the JSON answer (plugin.ClientAnswer) to the request
+// at offset.
+func clientCall[In any](ctx context.Context, inst *instance, p *extism.CurrentPlugin, offset uint64, ask func(ctx context.Context, c plugin.Client, in *In) (any, error)) []byte {
+	refuse := func(code plugin.Code, format string, args ...any) []byte {
+		b, _ := plugin.ClientAnswer(nil, plugin.Errorf(code, format, args...))
+		return b
+	}
 	if inst == nil || inst.req == nil {
-		return &clientResponse{Code: plugin.CodeCapabilityDenied, Error: "the caller's client can only be asked during a call"}
+		return refuse(plugin.CodeCapabilityDenied, "the caller's client can only be asked during a call")
 	}
 	if inst.req.Client == nil {
 		// A Request built outside the pipeline, which gives every call one.
-		return &clientResponse{Code: plugin.CodeCapabilityDenied, Error: "this call has no client to ask"}
+		return refuse(plugin.CodeCapabilityDenied, "this call has no client to ask")
 	}
 	inst.stopIfOver()
 	n, err := p.Length(offset)
 	if err != nil || n == 0 {
-		return &clientResponse{Code: plugin.CodeInvalidRequest, Error: "the request is not an Extism memory block"}
+		return refuse(plugin.CodeInvalidRequest, "the request is not an Extism memory block")
 	}
 	if n > maxClientInput {
-		return &clientResponse{Code: plugin.CodeInvalidRequest, Error: fmt.Sprintf("the request is %s; at most %s may go to the client", plugin.FormatSize(int64(n)), plugin.FormatSize(plugin.MaxClientMessage))}
+		return refuse(plugin.CodeInvalidRequest, "the request is %s; at most %s may go to the client", plugin.FormatSize(int64(n)), plugin.FormatSize(plugin.MaxClientMessage))
 	}
 	raw, err := p.ReadBytes(offset)
 	if err != nil {
-		return &clientResponse{Code: plugin.CodeInvalidRequest, Error: "reading the request: " + err.Error()}
+		return refuse(plugin.CodeInvalidRequest, "reading the request: %v", err)
 	}
 	_ = p.Free(offset)
 	in := new(In)
 	if err := json.Unmarshal(raw, in); err != nil {
-		return &clientResponse{Code: plugin.CodeInvalidRequest, Error: "malformed request: " + err.Error()}
+		return refuse(plugin.CodeInvalidRequest, "malformed request: %v", err)
 	}
 	inst.meter.Pause() // a guest waiting for the client (or a person) needs no lane
 	res, err := ask(ctx, inst.req.Client, in)
-	if err != nil {
-		var pe *plugin.Error
-		if !errors.As(err, &pe) {
-			pe = &plugin.Error{Code: plugin.CodeOf(err), Message: err.Error()}
-		}
-		if pe.Code == plugin.CodeLimitExceeded {
-			// Like every other per-call counter: the call stops.
-			inst.abort(&plugin.Error{Code: pe.Code, Limit: pe.Limit, Message: pe.Message})
-		}
-		msg := pe.Message
-		if msg == "" {
-			msg = err.Error()
-		}
-		return &clientResponse{Code: pe.Code, Limit: pe.Limit, Error: msg}
+	b, stop := plugin.ClientAnswer(res, err)
+	if stop != nil {
+		inst.abort(stop) // like every other per-call counter: the call stops
 	}
-	return &clientResponse{Result: res}
+	return b
 }

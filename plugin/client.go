@@ -134,6 +134,42 @@ const (
 	maxElicitRequest = 64 << 10
 )
 
+// ClientAnswer encodes for a tool what its request to the client came to,
+// the same in every tier: {"result":{...}} when err is nil, else
+// {"code":"…","error":"…","limit":"…"}. When the request passed a
+// per-call limit (LIMIT_EXCEEDED), it also returns the error that ends the
+// call, as every per-call counter does; the tool sees the answer only if
+// it is still running.
+func ClientAnswer(res any, err error) ([]byte, *Error) {
+	type answer struct {
+		Result any    `json:"result,omitempty"`
+		Error  string `json:"error,omitempty"`
+		Code   Code   `json:"code,omitempty"`
+		Limit  string `json:"limit,omitempty"`
+	}
+	a := answer{Result: res}
+	var stop *Error
+	if err != nil {
+		var pe *Error
+		if !errors.As(err, &pe) {
+			pe = &Error{Code: CodeOf(err), Message: err.Error()}
+		}
+		msg := pe.Message
+		if msg == "" {
+			msg = err.Error()
+		}
+		a = answer{Code: pe.Code, Limit: pe.Limit, Error: msg}
+		if pe.Code == CodeLimitExceeded {
+			stop = &Error{Code: pe.Code, Limit: pe.Limit, Message: pe.Message}
+		}
+	}
+	b, merr := json.Marshal(a)
+	if merr != nil {
+		b, _ = json.Marshal(answer{Code: CodeToolExecutionFailed, Error: "encoding the answer: " + merr.Error()})
+	}
+	return b, stop
+}
+
 // newCallClient returns the Client a call's tool sees and the function
 // that closes it when the call returns, recording in rec what reached the
 // client. A tool granted neither right gets denied: nothing to allocate

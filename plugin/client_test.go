@@ -474,3 +474,30 @@ func FuzzClientRequests(f *testing.F) {
 		}
 	})
 }
+
+// TestClientAnswer: the answer a tool gets, in either tier, for what its
+// request to the client came to; only a passed limit ends the call.
+func TestClientAnswer(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		res  any
+		err  error
+		want string
+		stop bool
+	}{
+		{"result", &plugin.ElicitResult{Action: plugin.ElicitDecline}, nil, `{"result":{"action":"decline"}}`, false},
+		{"refused", nil, plugin.Errorf(plugin.CodeCapabilityDenied, "not granted"), `{"error":"not granted","code":"CAPABILITY_DENIED"}`, false},
+		{"plain error", nil, errors.New("boom"), `{"error":"boom","code":"TOOL_EXECUTION_FAILED"}`, false},
+		{"limit", nil, plugin.LimitError("client_requests", "too many"), `{"error":"too many","code":"LIMIT_EXCEEDED","limit":"client_requests"}`, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b, stop := plugin.ClientAnswer(c.res, c.err)
+			if string(b) != c.want {
+				t.Errorf("answer %s, want %s", b, c.want)
+			}
+			if (stop != nil) != c.stop || stop != nil && (stop.Code != plugin.CodeLimitExceeded || stop.Limit != "client_requests") {
+				t.Errorf("stop = %v, want stop %v", stop, c.stop)
+			}
+		})
+	}
+}

@@ -50,6 +50,14 @@ type discard struct{}
 func (discard) Progress(float64, float64, string) {}
 func (discard) Log(string, string)                {}
 
+// Listening reports whether what a tool reports to n reaches anyone: false
+// for the Notifier of a call nobody listens to, so that an adapter can
+// skip carrying reports from where the tool runs.
+func Listening(n Notifier) bool {
+	_, none := n.(discard)
+	return n != nil && !none
+}
+
 // newCallNotifier returns the notifier of a call whose caller listens on
 // to, and the function that closes it when the call returns. Without a
 // listener it is discard: nothing to allocate on the common path.

@@ -20,9 +20,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"sync"
 
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/toolhost/toolhost/shared/pluginv1"
 )
@@ -199,6 +203,36 @@ func (s *server) ListTools(ctx context.Context, _ *pluginv1.ListToolsRequest) (*
 }
 
 func (s *server) CallTool(ctx context.Context, req *pluginv1.CallToolRequest) (*pluginv1.CallToolResponse, error) {
+	b, err := s.call(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return &pluginv1.CallToolResponse{Json: b}, nil
+}
+
+// CallToolSession runs one call whose context lets the tool report and ask
+// (Progress, Log, Sample, Elicit) over the stream.
+func (s *server) CallToolSession(stream pluginv1.Tools_CallToolSessionServer) error {
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	req := first.GetCall()
+	if req == nil {
+		return errors.New("a call session starts with the call")
+	}
+	sess := &session{stream: stream, waiting: map[uint64]chan []byte{}}
+	go sess.receive()
+	ctx := context.WithValue(stream.Context(), sessionKey{}, sess)
+	b, err := s.call(ctx, req)
+	if err != nil {
+		return err
+	}
+	return sess.send(&pluginv1.PluginMessage{Message: &pluginv1.PluginMessage_Result{Result: &pluginv1.CallToolResponse{Json: b}}})
+}
+
+// call runs one tools/call request and returns the result's JSON.
+func (s *server) call(ctx context.Context, req *pluginv1.CallToolRequest) ([]byte, error) {
 	var call CallToolRequest
 	if err := json.Unmarshal(req.GetJson(), &call); err != nil {
 		return nil, fmt.Errorf("tools/call request: %w", err)
@@ -213,9 +247,91 @@ func (s *server) CallTool(ctx context.Context, req *pluginv1.CallToolRequest) (*
 	if res.Content == nil {
 		res.Content = []Content{}
 	}
-	b, err := json.Marshal(res)
+	return json.Marshal(res)
+}
+
+// ErrNoSession is returned by Client.CallToolSession when the plugin does
+// not serve CallToolSession (a plugin built before it, or in another
+// language without it): call CallTool instead.
+var ErrNoSession = errors.New("the plugin does not serve CallToolSession")
+
+// SessionHandler is what the host does with what a plugin sends during a
+// call session. Both methods may be called from several goroutines.
+type SessionHandler interface {
+	// Notify receives a notification's JSON.
+	Notify(json []byte)
+	// Ask answers a request to the caller's client (kind "sampling" or
+	// "elicitation") with the answer's JSON, or returns an error that ends
+	// the call (a per-call limit was passed), which CallToolSession
+	// returns.
+	Ask(ctx context.Context, kind string, json []byte) ([]byte, error)
+}
+
+// CallToolSession is CallTool over the plugin's CallToolSession stream:
+// what the plugin reports and asks while the call runs goes to h, and h's
+// answers back to the plugin. It returns the result's JSON, ErrNoSession
+// when the plugin does not serve the stream (nothing was run), or the
+// error of h.Ask that ended the call.
+func (c *Client) CallToolSession(ctx context.Context, request []byte, h SessionHandler, opts ...grpc.CallOption) ([]byte, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	var asks sync.WaitGroup
+	defer func() {
+		cancel(nil) // ends the asks still waiting for the client
+		asks.Wait()
+	}()
+	stream, err := c.rpc.CallToolSession(ctx, opts...)
 	if err != nil {
-		return nil, err
+		return nil, sessionErr(err)
 	}
-	return &pluginv1.CallToolResponse{Json: b}, nil
+	var sendMu sync.Mutex
+	send := func(m *pluginv1.HostMessage) error {
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		return stream.Send(m)
+	}
+	if err := send(&pluginv1.HostMessage{Message: &pluginv1.HostMessage_Call{Call: &pluginv1.CallToolRequest{Json: request}}}); err != nil {
+		if _, rerr := stream.Recv(); rerr != nil {
+			return nil, sessionErr(rerr)
+		}
+		return nil, sessionErr(err)
+	}
+	for {
+		m, err := stream.Recv()
+		if err != nil {
+			if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+				return nil, cause
+			}
+			if errors.Is(err, io.EOF) {
+				return nil, errors.New("the plugin ended the call session without a result")
+			}
+			return nil, sessionErr(err)
+		}
+		switch x := m.GetMessage().(type) {
+		case *pluginv1.PluginMessage_Result:
+			_ = stream.CloseSend()
+			return x.Result.GetJson(), nil
+		case *pluginv1.PluginMessage_Notification:
+			h.Notify(x.Notification.GetJson())
+		case *pluginv1.PluginMessage_Ask:
+			id, kind, body := x.Ask.GetId(), x.Ask.GetKind(), x.Ask.GetJson()
+			asks.Add(1)
+			go func() {
+				defer asks.Done()
+				answer, err := h.Ask(ctx, kind, body)
+				if err != nil {
+					cancel(err)
+					return
+				}
+				_ = send(&pluginv1.HostMessage{Message: &pluginv1.HostMessage_Answer{Answer: &pluginv1.AskResponse{Id: id, Json: answer}}})
+			}()
+		}
+	}
+}
+
+// sessionErr turns UNIMPLEMENTED into ErrNoSession.
+func sessionErr(err error) error {
+	if status.Code(err) == codes.Unimplemented {
+		return ErrNoSession
+	}
+	return err
 }

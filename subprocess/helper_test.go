@@ -139,6 +139,12 @@ func runTestPlugin(mode string, rest []string) {
 			Plugins:         goplugin.PluginSet{shared.PluginName: badJSONPlugin{}},
 			GRPCServer:      goplugin.DefaultGRPCServer,
 		})
+	case "nosession", "roguesession":
+		goplugin.Serve(&goplugin.ServeConfig{
+			HandshakeConfig: shared.Handshake,
+			Plugins:         goplugin.PluginSet{shared.PluginName: rawPlugin{mode: mode}},
+			GRPCServer:      goplugin.DefaultGRPCServer,
+		})
 	case "bombchild":
 		bomb(rest)
 	case "escape-a":
@@ -186,7 +192,8 @@ type testTools struct{}
 func (testTools) ListTools(context.Context) ([]shared.Tool, error) {
 	var out []shared.Tool
 	for _, n := range []string{"echo", "forkbomb", "threadbomb", "escape", "alloc", "filldisk", "fds",
-		"sleep", "crash", "spawn", "env", "write", "syscalls", "rlimits", "cwd", "spin", "print", "fetch", "dial"} {
+		"sleep", "crash", "spawn", "env", "write", "syscalls", "rlimits", "cwd", "spin", "print", "fetch", "dial",
+		"report", "ask"} {
 		out = append(out, shared.Tool{Name: n, Description: "test tool " + n,
 			InputSchema: json.RawMessage(`{"type":"object"}`)})
 	}
@@ -207,6 +214,17 @@ func (testTools) CallTool(ctx context.Context, name string, args json.RawMessage
 	switch name {
 	case "echo":
 		return shared.TextResult("echo: " + a.Text), nil
+	case "report":
+		// Reports, then says what the host answered to each.
+		errs := []error{
+			shared.Progress(ctx, 1, 3, "one "+a.Text),
+			shared.Log(ctx, "warning", "log "+a.Text),
+			shared.Progress(ctx, 1, 3, "not increasing"),
+			shared.Progress(ctx, 3, 3, "three"),
+		}
+		return shared.TextResult(fmt.Sprint(errs)), nil
+	case "ask":
+		return askClient(ctx, a.Op, a.Text, a.N), nil
 	case "forkbomb":
 		bomb(os.Args[3:])
 		return shared.TextResult("survived"), nil
@@ -453,6 +471,125 @@ func errnoErr(e syscall.Errno) error {
 		return nil
 	}
 	return e
+}
+
+// askClient asks the caller's client as op says and describes the answer.
+func askClient(ctx context.Context, op, text string, n int) *shared.CallToolResult {
+	describe := func(v any, err error) *shared.CallToolResult {
+		var ce *shared.ClientError
+		if errors.As(err, &ce) {
+			return shared.ErrorResult("refused %s (%s): %s", ce.Code, ce.Limit, ce.Message)
+		}
+		if err != nil {
+			return shared.ErrorResult("failed: %v", err)
+		}
+		b, _ := json.Marshal(v)
+		return shared.TextResult(string(b))
+	}
+	switch op {
+	case "sample":
+		return describe(shared.Sample(ctx, shared.SampleRequest{Messages: []shared.SamplingMessage{shared.UserText(text)}, MaxTokens: 100}))
+	case "elicit":
+		return describe(shared.Elicit(ctx, shared.ElicitRequest{Message: text,
+			RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)}))
+	case "flood":
+		for i := range n {
+			if _, err := shared.Sample(ctx, shared.SampleRequest{Messages: []shared.SamplingMessage{shared.UserText(fmt.Sprint(i))}, MaxTokens: 1}); err != nil {
+				return describe(nil, err)
+			}
+		}
+		return shared.TextResult("all answered")
+	case "parallel":
+		// n asks at once on the one session: each answer reaches its asker.
+		out := make([]string, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				r, err := shared.Sample(ctx, shared.SampleRequest{Messages: []shared.SamplingMessage{shared.UserText(fmt.Sprint(i))}, MaxTokens: 1})
+				if err != nil {
+					out[i] = err.Error()
+					return
+				}
+				out[i] = r.Content.Text
+			})
+		}
+		wg.Wait()
+		return shared.TextResult(strings.Join(out, "|"))
+	}
+	return shared.ErrorResult("unknown op %q", op)
+}
+
+// rawPlugin serves the tools service by hand: "nosession" as a plugin built
+// before CallToolSession (echo only), "roguesession" a session that sends
+// what no plugin should.
+type rawPlugin struct {
+	goplugin.NetRPCUnsupportedPlugin
+	mode string
+}
+
+func (p rawPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
+	if p.mode == "nosession" {
+		pluginv1.RegisterToolsServer(s, noSessionServer{})
+	} else {
+		pluginv1.RegisterToolsServer(s, rogueServer{})
+	}
+	return nil
+}
+
+func (rawPlugin) GRPCClient(context.Context, *goplugin.GRPCBroker, *grpc.ClientConn) (any, error) {
+	return nil, errors.New("server only")
+}
+
+type noSessionServer struct {
+	pluginv1.UnimplementedToolsServer
+}
+
+func (noSessionServer) ListTools(context.Context, *pluginv1.ListToolsRequest) (*pluginv1.ListToolsResponse, error) {
+	return &pluginv1.ListToolsResponse{Json: []byte(`{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`)}, nil
+}
+
+func (noSessionServer) CallTool(context.Context, *pluginv1.CallToolRequest) (*pluginv1.CallToolResponse, error) {
+	return &pluginv1.CallToolResponse{Json: []byte(`{"content":[{"type":"text","text":"old plugin"}]}`)}, nil
+}
+
+type rogueServer struct {
+	noSessionServer
+}
+
+// CallToolSession sends a malformed notification, a report of the wrong
+// shape, an ask of an unknown kind, one over the size cap and one that is
+// not JSON, then a result listing the host's answers.
+func (rogueServer) CallToolSession(stream pluginv1.Tools_CallToolSessionServer) error {
+	if _, err := stream.Recv(); err != nil {
+		return err
+	}
+	for _, b := range []string{`{{{`, `{"progress":"lots"}`, `[1,2]`} {
+		if err := stream.Send(&pluginv1.PluginMessage{Message: &pluginv1.PluginMessage_Notification{Notification: &pluginv1.Notification{Json: []byte(b)}}}); err != nil {
+			return err
+		}
+	}
+	asks := []*pluginv1.AskRequest{
+		{Id: 1, Kind: "telepathy", Json: []byte(`{}`)},
+		{Id: 2, Kind: "sampling", Json: []byte(`{"messages":[{"role":"user","content":{"type":"text","text":"` + strings.Repeat("x", 1<<20+100<<10) + `"}}],"maxTokens":1}`)},
+		{Id: 3, Kind: "elicitation", Json: []byte(`not json`)},
+	}
+	for _, a := range asks {
+		if err := stream.Send(&pluginv1.PluginMessage{Message: &pluginv1.PluginMessage_Ask{Ask: a}}); err != nil {
+			return err
+		}
+	}
+	answers := map[uint64]string{}
+	for len(answers) < len(asks) {
+		m, err := stream.Recv()
+		if err != nil {
+			return err
+		}
+		if a := m.GetAnswer(); a != nil {
+			answers[a.GetId()] = string(a.GetJson())
+		}
+	}
+	b, _ := json.Marshal(shared.TextResult(fmt.Sprintf("1=%s\n2=%s\n3=%s", answers[1], answers[2], answers[3])))
+	return stream.Send(&pluginv1.PluginMessage{Message: &pluginv1.PluginMessage_Result{Result: &pluginv1.CallToolResponse{Json: b}}})
 }
 
 // badJSONPlugin serves a tools service that answers with invalid JSON.

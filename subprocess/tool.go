@@ -198,8 +198,26 @@ func (t *pluginTool) Call(ctx context.Context, req *plugin.Request) (*plugin.Res
 	// the (already validated) arguments.
 	body := make([]byte, 0, len(t.callPrefix)+len(args)+2)
 	body = append(append(append(body, t.callPrefix...), args...), "}}"...)
-	out, err := p.rpc.CallTool(ctx, body, grpc.MaxCallRecvMsgSize(int(min(limits.Output, 1<<30))+(64<<10)))
+	recvMax := grpc.MaxCallRecvMsgSize(int(min(limits.Output, 1<<30)) + (64 << 10))
+	var out []byte
+	if useSession(req) && !p.noSession.Load() {
+		// The stream carries the plugin's asks as well as its result.
+		sessMax := grpc.MaxCallRecvMsgSize(int(max(min(limits.Output, 1<<30), maxAsk)) + (64 << 10))
+		out, err = p.rpc.CallToolSession(ctx, body, &session{req: req}, sessMax)
+		if errors.Is(err, shared.ErrNoSession) {
+			// A plugin built before sessions: what it cannot report
+			// nobody misses, and what it cannot ask it never asks.
+			p.noSession.Store(true)
+			out, err = p.rpc.CallTool(ctx, body, recvMax)
+		}
+	} else {
+		out, err = p.rpc.CallTool(ctx, body, recvMax)
+	}
 	if err != nil {
+		var pe *plugin.Error
+		if errors.As(err, &pe) && pe.Code == plugin.CodeLimitExceeded {
+			return nil, pe // the call passed a per-call limit asking its client
+		}
 		return nil, t.callError(ctx, p, limits, err)
 	}
 	t.mu.Lock()
@@ -451,6 +469,9 @@ type proc struct {
 	// its exit is not taken for a crash; failed once a crash was counted.
 	stopping atomic.Bool
 	failed   atomic.Bool
+	// noSession is set once the plugin answered that it does not serve
+	// CallToolSession.
+	noSession atomic.Bool
 
 	active int         // guarded by the tool's mu
 	idle   *time.Timer // guarded by the tool's mu

@@ -198,6 +198,356 @@ func (x *CallToolResponse) GetJson() []byte {
 	return nil
 }
 
+// HostMessage is what the host sends on a CallToolSession: the call, then
+// answers to the plugin's asks.
+type HostMessage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Message:
+	//
+	//	*HostMessage_Call
+	//	*HostMessage_Answer
+	Message       isHostMessage_Message `protobuf_oneof:"message"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostMessage) Reset() {
+	*x = HostMessage{}
+	mi := &file_plugin_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostMessage) ProtoMessage() {}
+
+func (x *HostMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostMessage.ProtoReflect.Descriptor instead.
+func (*HostMessage) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *HostMessage) GetMessage() isHostMessage_Message {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
+func (x *HostMessage) GetCall() *CallToolRequest {
+	if x != nil {
+		if x, ok := x.Message.(*HostMessage_Call); ok {
+			return x.Call
+		}
+	}
+	return nil
+}
+
+func (x *HostMessage) GetAnswer() *AskResponse {
+	if x != nil {
+		if x, ok := x.Message.(*HostMessage_Answer); ok {
+			return x.Answer
+		}
+	}
+	return nil
+}
+
+type isHostMessage_Message interface {
+	isHostMessage_Message()
+}
+
+type HostMessage_Call struct {
+	Call *CallToolRequest `protobuf:"bytes,1,opt,name=call,proto3,oneof"`
+}
+
+type HostMessage_Answer struct {
+	Answer *AskResponse `protobuf:"bytes,2,opt,name=answer,proto3,oneof"`
+}
+
+func (*HostMessage_Call) isHostMessage_Message() {}
+
+func (*HostMessage_Answer) isHostMessage_Message() {}
+
+// PluginMessage is what a plugin sends on a CallToolSession: any number of
+// notifications and asks, then one result.
+type PluginMessage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Message:
+	//
+	//	*PluginMessage_Notification
+	//	*PluginMessage_Ask
+	//	*PluginMessage_Result
+	Message       isPluginMessage_Message `protobuf_oneof:"message"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PluginMessage) Reset() {
+	*x = PluginMessage{}
+	mi := &file_plugin_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PluginMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PluginMessage) ProtoMessage() {}
+
+func (x *PluginMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PluginMessage.ProtoReflect.Descriptor instead.
+func (*PluginMessage) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *PluginMessage) GetMessage() isPluginMessage_Message {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
+func (x *PluginMessage) GetNotification() *Notification {
+	if x != nil {
+		if x, ok := x.Message.(*PluginMessage_Notification); ok {
+			return x.Notification
+		}
+	}
+	return nil
+}
+
+func (x *PluginMessage) GetAsk() *AskRequest {
+	if x != nil {
+		if x, ok := x.Message.(*PluginMessage_Ask); ok {
+			return x.Ask
+		}
+	}
+	return nil
+}
+
+func (x *PluginMessage) GetResult() *CallToolResponse {
+	if x != nil {
+		if x, ok := x.Message.(*PluginMessage_Result); ok {
+			return x.Result
+		}
+	}
+	return nil
+}
+
+type isPluginMessage_Message interface {
+	isPluginMessage_Message()
+}
+
+type PluginMessage_Notification struct {
+	Notification *Notification `protobuf:"bytes,1,opt,name=notification,proto3,oneof"`
+}
+
+type PluginMessage_Ask struct {
+	Ask *AskRequest `protobuf:"bytes,2,opt,name=ask,proto3,oneof"`
+}
+
+type PluginMessage_Result struct {
+	Result *CallToolResponse `protobuf:"bytes,3,opt,name=result,proto3,oneof"`
+}
+
+func (*PluginMessage_Notification) isPluginMessage_Message() {}
+
+func (*PluginMessage_Ask) isPluginMessage_Message() {}
+
+func (*PluginMessage_Result) isPluginMessage_Message() {}
+
+// Notification is a progress report or a log message for the call's
+// caller, as JSON: {"progress":{"progress":n,"total":n,"message":"..."}}
+// or {"log":{"level":"info","message":"..."}} (RFC 5424 levels, as MCP).
+// The host redacts, caps and drops as it does for every tool.
+type Notification struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Json          []byte                 `protobuf:"bytes,1,opt,name=json,proto3" json:"json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Notification) Reset() {
+	*x = Notification{}
+	mi := &file_plugin_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Notification) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Notification) ProtoMessage() {}
+
+func (x *Notification) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Notification.ProtoReflect.Descriptor instead.
+func (*Notification) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Notification) GetJson() []byte {
+	if x != nil {
+		return x.Json
+	}
+	return nil
+}
+
+// AskRequest is a request to the caller's client. kind is "sampling" (json
+// holds MCP sampling/createMessage params) or "elicitation"
+// (elicitation/create params, form mode); id, chosen by the plugin, is
+// repeated in the answer.
+type AskRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Json          []byte                 `protobuf:"bytes,3,opt,name=json,proto3" json:"json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AskRequest) Reset() {
+	*x = AskRequest{}
+	mi := &file_plugin_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AskRequest) ProtoMessage() {}
+
+func (x *AskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AskRequest.ProtoReflect.Descriptor instead.
+func (*AskRequest) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *AskRequest) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *AskRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *AskRequest) GetJson() []byte {
+	if x != nil {
+		return x.Json
+	}
+	return nil
+}
+
+// AskResponse is the answer to the AskRequest with the same id, as JSON:
+// {"result":{...}} or {"code":"CAPABILITY_DENIED","error":"...","limit":"..."}.
+type AskResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Json          []byte                 `protobuf:"bytes,2,opt,name=json,proto3" json:"json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AskResponse) Reset() {
+	*x = AskResponse{}
+	mi := &file_plugin_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AskResponse) ProtoMessage() {}
+
+func (x *AskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AskResponse.ProtoReflect.Descriptor instead.
+func (*AskResponse) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *AskResponse) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *AskResponse) GetJson() []byte {
+	if x != nil {
+		return x.Json
+	}
+	return nil
+}
+
 var File_plugin_proto protoreflect.FileDescriptor
 
 const file_plugin_proto_rawDesc = "" +
@@ -209,10 +559,30 @@ const file_plugin_proto_rawDesc = "" +
 	"\x0fCallToolRequest\x12\x12\n" +
 	"\x04json\x18\x01 \x01(\fR\x04json\"&\n" +
 	"\x10CallToolResponse\x12\x12\n" +
-	"\x04json\x18\x01 \x01(\fR\x04json2\xb8\x01\n" +
+	"\x04json\x18\x01 \x01(\fR\x04json\"\x8e\x01\n" +
+	"\vHostMessage\x129\n" +
+	"\x04call\x18\x01 \x01(\v2#.toolhost.plugin.v1.CallToolRequestH\x00R\x04call\x129\n" +
+	"\x06answer\x18\x02 \x01(\v2\x1f.toolhost.plugin.v1.AskResponseH\x00R\x06answerB\t\n" +
+	"\amessage\"\xd6\x01\n" +
+	"\rPluginMessage\x12F\n" +
+	"\fnotification\x18\x01 \x01(\v2 .toolhost.plugin.v1.NotificationH\x00R\fnotification\x122\n" +
+	"\x03ask\x18\x02 \x01(\v2\x1e.toolhost.plugin.v1.AskRequestH\x00R\x03ask\x12>\n" +
+	"\x06result\x18\x03 \x01(\v2$.toolhost.plugin.v1.CallToolResponseH\x00R\x06resultB\t\n" +
+	"\amessage\"\"\n" +
+	"\fNotification\x12\x12\n" +
+	"\x04json\x18\x01 \x01(\fR\x04json\"D\n" +
+	"\n" +
+	"AskRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04json\x18\x03 \x01(\fR\x04json\"1\n" +
+	"\vAskResponse\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
+	"\x04json\x18\x02 \x01(\fR\x04json2\x93\x02\n" +
 	"\x05Tools\x12X\n" +
 	"\tListTools\x12$.toolhost.plugin.v1.ListToolsRequest\x1a%.toolhost.plugin.v1.ListToolsResponse\x12U\n" +
-	"\bCallTool\x12#.toolhost.plugin.v1.CallToolRequest\x1a$.toolhost.plugin.v1.CallToolResponseB.Z,github.com/toolhost/toolhost/shared/pluginv1b\x06proto3"
+	"\bCallTool\x12#.toolhost.plugin.v1.CallToolRequest\x1a$.toolhost.plugin.v1.CallToolResponse\x12Y\n" +
+	"\x0fCallToolSession\x12\x1f.toolhost.plugin.v1.HostMessage\x1a!.toolhost.plugin.v1.PluginMessage(\x010\x01B.Z,github.com/toolhost/toolhost/shared/pluginv1b\x06proto3"
 
 var (
 	file_plugin_proto_rawDescOnce sync.Once
@@ -226,23 +596,35 @@ func file_plugin_proto_rawDescGZIP() []byte {
 	return file_plugin_proto_rawDescData
 }
 
-var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_plugin_proto_goTypes = []any{
 	(*ListToolsRequest)(nil),  // 0: toolhost.plugin.v1.ListToolsRequest
 	(*ListToolsResponse)(nil), // 1: toolhost.plugin.v1.ListToolsResponse
 	(*CallToolRequest)(nil),   // 2: toolhost.plugin.v1.CallToolRequest
 	(*CallToolResponse)(nil),  // 3: toolhost.plugin.v1.CallToolResponse
+	(*HostMessage)(nil),       // 4: toolhost.plugin.v1.HostMessage
+	(*PluginMessage)(nil),     // 5: toolhost.plugin.v1.PluginMessage
+	(*Notification)(nil),      // 6: toolhost.plugin.v1.Notification
+	(*AskRequest)(nil),        // 7: toolhost.plugin.v1.AskRequest
+	(*AskResponse)(nil),       // 8: toolhost.plugin.v1.AskResponse
 }
 var file_plugin_proto_depIdxs = []int32{
-	0, // 0: toolhost.plugin.v1.Tools.ListTools:input_type -> toolhost.plugin.v1.ListToolsRequest
-	2, // 1: toolhost.plugin.v1.Tools.CallTool:input_type -> toolhost.plugin.v1.CallToolRequest
-	1, // 2: toolhost.plugin.v1.Tools.ListTools:output_type -> toolhost.plugin.v1.ListToolsResponse
-	3, // 3: toolhost.plugin.v1.Tools.CallTool:output_type -> toolhost.plugin.v1.CallToolResponse
-	2, // [2:4] is the sub-list for method output_type
-	0, // [0:2] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	2, // 0: toolhost.plugin.v1.HostMessage.call:type_name -> toolhost.plugin.v1.CallToolRequest
+	8, // 1: toolhost.plugin.v1.HostMessage.answer:type_name -> toolhost.plugin.v1.AskResponse
+	6, // 2: toolhost.plugin.v1.PluginMessage.notification:type_name -> toolhost.plugin.v1.Notification
+	7, // 3: toolhost.plugin.v1.PluginMessage.ask:type_name -> toolhost.plugin.v1.AskRequest
+	3, // 4: toolhost.plugin.v1.PluginMessage.result:type_name -> toolhost.plugin.v1.CallToolResponse
+	0, // 5: toolhost.plugin.v1.Tools.ListTools:input_type -> toolhost.plugin.v1.ListToolsRequest
+	2, // 6: toolhost.plugin.v1.Tools.CallTool:input_type -> toolhost.plugin.v1.CallToolRequest
+	4, // 7: toolhost.plugin.v1.Tools.CallToolSession:input_type -> toolhost.plugin.v1.HostMessage
+	1, // 8: toolhost.plugin.v1.Tools.ListTools:output_type -> toolhost.plugin.v1.ListToolsResponse
+	3, // 9: toolhost.plugin.v1.Tools.CallTool:output_type -> toolhost.plugin.v1.CallToolResponse
+	5, // 10: toolhost.plugin.v1.Tools.CallToolSession:output_type -> toolhost.plugin.v1.PluginMessage
+	8, // [8:11] is the sub-list for method output_type
+	5, // [5:8] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_plugin_proto_init() }
@@ -250,13 +632,22 @@ func file_plugin_proto_init() {
 	if File_plugin_proto != nil {
 		return
 	}
+	file_plugin_proto_msgTypes[4].OneofWrappers = []any{
+		(*HostMessage_Call)(nil),
+		(*HostMessage_Answer)(nil),
+	}
+	file_plugin_proto_msgTypes[5].OneofWrappers = []any{
+		(*PluginMessage_Notification)(nil),
+		(*PluginMessage_Ask)(nil),
+		(*PluginMessage_Result)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugin_proto_rawDesc), len(file_plugin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -24,8 +24,9 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Tools_ListTools_FullMethodName = "/toolhost.plugin.v1.Tools/ListTools"
-	Tools_CallTool_FullMethodName  = "/toolhost.plugin.v1.Tools/CallTool"
+	Tools_ListTools_FullMethodName       = "/toolhost.plugin.v1.Tools/ListTools"
+	Tools_CallTool_FullMethodName        = "/toolhost.plugin.v1.Tools/CallTool"
+	Tools_CallToolSession_FullMethodName = "/toolhost.plugin.v1.Tools/CallToolSession"
 )
 
 // ToolsClient is the client API for Tools service.
@@ -39,6 +40,15 @@ type ToolsClient interface {
 	// CallTool takes {"params":{"name":..., "arguments":{...}}} and returns
 	// {"content":[...], "structuredContent":..., "isError":bool}.
 	CallTool(ctx context.Context, in *CallToolRequest, opts ...grpc.CallOption) (*CallToolResponse, error)
+	// CallToolSession is CallTool for a call that may report to its caller
+	// and ask the caller's client while it runs, as a wasm tool does with
+	// toolhost_progress, extism's log functions, toolhost_sample and
+	// toolhost_elicit. The host sends the call first, then the answers to
+	// the plugin's asks; the plugin sends notifications and asks as it
+	// runs, then its result, and ends the stream. The host uses it only when
+	// the call has a listener or a client right, and falls back to CallTool
+	// for a plugin that answers UNIMPLEMENTED.
+	CallToolSession(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[HostMessage, PluginMessage], error)
 }
 
 type toolsClient struct {
@@ -69,6 +79,19 @@ func (c *toolsClient) CallTool(ctx context.Context, in *CallToolRequest, opts ..
 	return out, nil
 }
 
+func (c *toolsClient) CallToolSession(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[HostMessage, PluginMessage], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Tools_ServiceDesc.Streams[0], Tools_CallToolSession_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[HostMessage, PluginMessage]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Tools_CallToolSessionClient = grpc.BidiStreamingClient[HostMessage, PluginMessage]
+
 // ToolsServer is the server API for Tools service.
 // All implementations must embed UnimplementedToolsServer
 // for forward compatibility.
@@ -80,6 +103,15 @@ type ToolsServer interface {
 	// CallTool takes {"params":{"name":..., "arguments":{...}}} and returns
 	// {"content":[...], "structuredContent":..., "isError":bool}.
 	CallTool(context.Context, *CallToolRequest) (*CallToolResponse, error)
+	// CallToolSession is CallTool for a call that may report to its caller
+	// and ask the caller's client while it runs, as a wasm tool does with
+	// toolhost_progress, extism's log functions, toolhost_sample and
+	// toolhost_elicit. The host sends the call first, then the answers to
+	// the plugin's asks; the plugin sends notifications and asks as it
+	// runs, then its result, and ends the stream. The host uses it only when
+	// the call has a listener or a client right, and falls back to CallTool
+	// for a plugin that answers UNIMPLEMENTED.
+	CallToolSession(grpc.BidiStreamingServer[HostMessage, PluginMessage]) error
 	mustEmbedUnimplementedToolsServer()
 }
 
@@ -95,6 +127,9 @@ func (UnimplementedToolsServer) ListTools(context.Context, *ListToolsRequest) (*
 }
 func (UnimplementedToolsServer) CallTool(context.Context, *CallToolRequest) (*CallToolResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method CallTool not implemented")
+}
+func (UnimplementedToolsServer) CallToolSession(grpc.BidiStreamingServer[HostMessage, PluginMessage]) error {
+	return status.Errorf(codes.Unimplemented, "method CallToolSession not implemented")
 }
 func (UnimplementedToolsServer) mustEmbedUnimplementedToolsServer() {}
 func (UnimplementedToolsServer) testEmbeddedByValue()               {}
@@ -153,6 +188,13 @@ func _Tools_CallTool_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Tools_CallToolSession_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(ToolsServer).CallToolSession(&grpc.GenericServerStream[HostMessage, PluginMessage]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Tools_CallToolSessionServer = grpc.BidiStreamingServer[HostMessage, PluginMessage]
+
 // Tools_ServiceDesc is the grpc.ServiceDesc for Tools service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -169,6 +211,13 @@ var Tools_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Tools_CallTool_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "CallToolSession",
+			Handler:       _Tools_CallToolSession_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "plugin.proto",
 }
