@@ -88,7 +88,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 			h.Log.Warn("some tools are not ready", "error", err)
 		}
 	}()
-	srv, err := mcp.NewServer(h.Host, mcp.ServerOptions{Version: toolhost.Version, Logger: h.Log})
+	srv, err := mcp.NewServer(h.Host, h.ServerOptions(mcp.ServerOptions{Version: toolhost.Version, Logger: h.Log}))
 	if err != nil {
 		return err
 	}
