@@ -107,8 +107,16 @@ func invalidParams(format string, args ...any) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
 }
 
-// addDeclared registers the offer's prompts, resources and templates.
-func (s *Server) addDeclared() {
+// addDeclared registers the offer's prompts, resources and templates. The
+// SDK panics on a URI or URI template it cannot parse; newOffer and
+// declared.ParseURITemplate refuse those it is known to, and what slips
+// past them is an error for the caller, not a crash of the host.
+func (s *Server) addDeclared() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("mcp: %v", r)
+		}
+	}()
 	for _, p := range s.offer.prompts {
 		sp := &sdk.Prompt{Name: p.Name, Title: p.Title, Description: p.Description}
 		for _, a := range p.Arguments {
@@ -124,6 +132,7 @@ func (s *Server) addDeclared() {
 			URITemplate: t.URITemplate.String(), Name: t.Name, Title: t.Title, Description: t.Description, MIMEType: t.MIMEType,
 		}, s.readTemplate(t))
 	}
+	return nil
 }
 
 // getPrompt answers prompts/get for p: arguments are checked (a missing

@@ -233,3 +233,25 @@ func FuzzDeclaredRequests(f *testing.F) {
 		}
 	})
 }
+
+// Every URI template the configuration accepts is one the SDK accepts too:
+// NewServer never fails (or panics) on one.
+func FuzzDeclaredTemplate(f *testing.F) {
+	for _, s := range []string{"test://template/{id}/data", "x://a%20/{id}?q={q}", "x://é/{a}.{b}", "x://[::1]/{id}#f"} {
+		f.Add(s)
+	}
+	h, err := plugin.NewHost(plugin.Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { h.Close() })
+	f.Fuzz(func(t *testing.T, tmpl string) {
+		u, err := declared.ParseURITemplate(tmpl)
+		if err != nil {
+			return
+		}
+		if _, err := NewServer(h, ServerOptions{ResourceTemplates: []declared.Template{{URITemplate: u, Name: "t"}}}); err != nil {
+			t.Fatalf("%q: accepted by the configuration, refused by the server: %v", tmpl, err)
+		}
+	})
+}

@@ -175,7 +175,9 @@ func NewServer(h *plugin.Host, opts ServerOptions) (*Server, error) {
 		URITemplate: ResourceURIPrefix + "{id}",
 		Description: "The full output of a truncated tool result, or a file a tool produced. Results link to them.",
 	}, s.readArtifact)
-	s.addDeclared()
+	if err := s.addDeclared(); err != nil {
+		return nil, err
+	}
 	s.sdk.AddReceivingMiddleware(s.refuseUnserved, s.availabilityMiddleware)
 	return s, nil
 }

@@ -93,7 +93,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		return err
 	}
 	if f.stdio {
-		h.Log.Info("serving MCP on stdio", "tools", len(h.Tools()))
+		h.Log.Info("serving MCP on stdio", "tools", len(h.Tools()), "prompts", len(h.Config.Prompts), "resources", len(h.Config.Resources)+len(h.Config.ResourceTemplates))
 		in, restore := serveInput(a.stdin)
 		defer restore()
 		return srv.ServeStdio(ctx, in, nopWriteCloser{a.stdout}, f.grace)

@@ -67,7 +67,7 @@ func (d *decoder) decodePrompt(p *rawPrompt) (declared.Prompt, bool) {
 		d.errorf(p.DefRange, "Invalid prompt name", "A prompt needs a name.")
 	}
 	for _, a := range p.Arguments {
-		if !validArgName(a.Name) {
+		if !declared.ValidName(a.Name) {
 			d.errorf(a.DefRange, "Invalid argument name", "%q is not an argument name: use letters, digits, '_' and '-', starting with a letter or '_', so that text can place it as {{%s}}.", a.Name, a.Name)
 			continue
 		}
@@ -94,8 +94,6 @@ func (d *decoder) decodePrompt(p *rawPrompt) (declared.Prompt, bool) {
 	}
 	return out, len(d.diags) == n
 }
-
-func validArgName(s string) bool { return declared.ParseText("{{"+s+"}}").Placeholders() != nil }
 
 func (d *decoder) decodeMessage(prompt string, args []string, m *rawMessage) (declared.Message, bool) {
 	msg := declared.Message{Role: declared.Role(m.Role)}

@@ -43,7 +43,7 @@ func TestParseText(t *testing.T) {
 }
 
 func TestURITemplate(t *testing.T) {
-	for _, bad := range []string{"", "no-scheme/{id}", "{id}://x", "x://{+id}", "x://{id", "x://id}", "x://{a}{b}", "x://{a}/{a}", "x://{}", "x://a b/{id}", "x://{a,b}"} {
+	for _, bad := range []string{"", "no-scheme/{id}", "{id}://x", "x://{+id}", "x://{id", "x://id}", "x://{a}{b}", "x://{a}/{a}", "x://{}", "x://a b/{id}", "x://{a,b}", "x://a%zz/{id}", "x://a%2"} {
 		if _, err := declared.ParseURITemplate(bad); err == nil {
 			t.Errorf("ParseURITemplate(%q) accepted", bad)
 		}
@@ -81,6 +81,14 @@ func TestURITemplate(t *testing.T) {
 	var zero declared.URITemplate
 	if _, ok := zero.Match("x://"); ok {
 		t.Error("the zero template matched")
+	}
+}
+
+func TestValidName(t *testing.T) {
+	for s, want := range map[string]bool{"a": true, "_x-1": true, "arg1": true, "": false, "1a": false, "-a": false, "a b": false, "a}}{{b": false, "é": false} {
+		if declared.ValidName(s) != want {
+			t.Errorf("ValidName(%q) = %v", s, !want)
+		}
 	}
 }
 

@@ -70,13 +70,15 @@ func placeholder(s string, i int) (name string, end int, ok bool) {
 		return "", 0, false
 	}
 	name = strings.TrimSpace(s[i+2 : i+2+k])
-	if !isName(name) {
+	if !ValidName(name) {
 		return "", 0, false
 	}
 	return name, i + 2 + k + 2, true
 }
 
-func isName(s string) bool {
+// ValidName reports whether s can be a placeholder's name: a letter or
+// '_', then letters, digits, '_' or '-'.
+func ValidName(s string) bool {
 	if s == "" {
 		return false
 	}
@@ -145,6 +147,10 @@ func ParseURITemplate(s string) (URITemplate, error) {
 		switch s[i] {
 		case '}':
 			return URITemplate{}, fmt.Errorf("unmatched '}' at offset %d", i)
+		case '%':
+			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+				return URITemplate{}, fmt.Errorf("'%%' at offset %d does not start a %%XX escape", i)
+			}
 		case '{':
 			end := strings.IndexByte(s[i:], '}')
 			if end < 0 {
@@ -263,4 +269,8 @@ func (u URITemplate) Expand(vars map[string]string) string {
 		}
 	}
 	return b.String()
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
