@@ -25,6 +25,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/toolhost/toolhost/extism"
+	"github.com/toolhost/toolhost/mcp"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/plugin/config"
 	"github.com/toolhost/toolhost/plugin/registry"
@@ -301,4 +302,15 @@ func (h *Host) closeAll() error {
 	}
 	h.closers = nil
 	return errors.Join(errs...)
+}
+
+// ServerOptions returns base with what the configuration declares for MCP
+// clients besides tools (its prompt, resource and resource_template
+// blocks) filled in, for mcp.NewServer(h.Host, ...): the tools come from
+// the host, the rest from the configuration.
+func (h *Host) ServerOptions(base mcp.ServerOptions) mcp.ServerOptions {
+	base.Prompts = h.Config.Prompts
+	base.Resources = h.Config.Resources
+	base.ResourceTemplates = h.Config.ResourceTemplates
+	return base
 }

@@ -8,7 +8,10 @@
 // apply exactly as for any other caller. Tool names are sent as
 // plugin.WireName(name); truncated outputs link to their full text as a
 // resource (toolhost://artifacts/{id}); approvals and questions become
-// elicitations when the client supports them ([Approver]).
+// elicitations when the client supports them ([Approver]). Prompts, fixed
+// resources and resource templates the operator declared
+// (plugin/declared, via [ServerOptions]) are served beside the tools, with
+// completions and resource subscriptions.
 //
 // As a client ([NewAdapter]), it is the plugin.Adapter of kind "mcp": each
 // tool a configuration allows from a remote server (mcp_server blocks)

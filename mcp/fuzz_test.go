@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost/plugin"
+	"github.com/toolhost/toolhost/plugin/declared"
 )
 
 // The parsers of what MCP peers send: request states and arguments from
@@ -164,6 +166,92 @@ func FuzzRemoteResult(f *testing.F) {
 			if !known {
 				t.Fatalf("unknown code %q passed through", out.Code)
 			}
+		}
+	})
+}
+
+// What a client sends to prompts/get and completion/complete: any names
+// and values. Values go into the text as they are (a "{{x}}" in one is
+// never expanded); a completion never offers more than 100 values, each
+// one starting with what was typed.
+func FuzzDeclaredRequests(f *testing.F) {
+	f.Add("topic", "{{topic}}", "go")
+	f.Add("other", "x", "")
+	f.Add("topic", "", "G")
+	h, err := plugin.NewHost(plugin.Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { h.Close() })
+	text := declared.ParseText("About {{topic}}, in {{style}}.")
+	many := make([]string, 300)
+	for i := range many {
+		many[i] = strings.Repeat("g", i%7) + string(rune('a'+i%26))
+	}
+	s, err := NewServer(h, ServerOptions{Prompts: []declared.Prompt{{
+		Name: "p", Description: "d",
+		Arguments: []declared.Argument{{Name: "topic", Required: true}, {Name: "style", Completions: many}},
+		Messages:  []declared.Message{{Role: declared.RoleUser, Text: &text}},
+	}}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	get := s.getPrompt(s.offer.prompts["p"])
+	f.Fuzz(func(t *testing.T, name, value, typed string) {
+		args := map[string]string{name: value, "style": typed}
+		res, err := get(context.Background(), &sdk.GetPromptRequest{Params: &sdk.GetPromptParams{Name: "p", Arguments: args}})
+		switch {
+		case name != "topic" && name != "style":
+			if err == nil {
+				t.Fatalf("unknown argument %q accepted", name)
+			}
+		case name == "topic" && value == "":
+			if err == nil {
+				t.Fatal("a missing required argument accepted")
+			}
+		case err != nil:
+			t.Fatalf("%v: %v", args, err)
+		case name == "topic":
+			want := "About " + value + ", in " + typed + "."
+			if got := res.Messages[0].Content.(*sdk.TextContent).Text; got != want {
+				t.Fatalf("got %q, want %q", got, want)
+			}
+		}
+		c, err := s.complete(context.Background(), &sdk.CompleteRequest{Params: &sdk.CompleteParams{
+			Ref: &sdk.CompleteReference{Type: "ref/prompt", Name: "p"}, Argument: sdk.CompleteParamsArgument{Name: "style", Value: typed},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Completion.Values) > 100 || c.Completion.Total < len(c.Completion.Values) || c.Completion.HasMore != (c.Completion.Total > len(c.Completion.Values)) {
+			t.Fatalf("completion of %q: %d values, total %d, hasMore %v", typed, len(c.Completion.Values), c.Completion.Total, c.Completion.HasMore)
+		}
+		for _, v := range c.Completion.Values {
+			if !strings.HasPrefix(strings.ToLower(v), strings.ToLower(typed)) {
+				t.Fatalf("completion of %q offers %q", typed, v)
+			}
+		}
+	})
+}
+
+// Every URI template the configuration accepts is one the SDK accepts too:
+// NewServer never fails (or panics) on one.
+func FuzzDeclaredTemplate(f *testing.F) {
+	for _, s := range []string{"test://template/{id}/data", "x://a%20/{id}?q={q}", "x://é/{a}.{b}", "x://[::1]/{id}#f"} {
+		f.Add(s)
+	}
+	h, err := plugin.NewHost(plugin.Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { h.Close() })
+	f.Fuzz(func(t *testing.T, tmpl string) {
+		u, err := declared.ParseURITemplate(tmpl)
+		if err != nil {
+			return
+		}
+		if _, err := NewServer(h, ServerOptions{ResourceTemplates: []declared.Template{{URITemplate: u, Name: "t"}}}); err != nil {
+			t.Fatalf("%q: accepted by the configuration, refused by the server: %v", tmpl, err)
 		}
 	})
 }

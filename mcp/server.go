@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolhost/toolhost/plugin"
+	"github.com/toolhost/toolhost/plugin/declared"
 )
 
 // ResourceURIPrefix starts the URI under which every artifact is offered
@@ -66,6 +67,20 @@ type ServerOptions struct {
 	// MaxResourceBytes caps the size of an artifact read as a resource
 	// (default 64 MiB); larger ones are read with `host artifact ID`.
 	MaxResourceBytes int64
+
+	// Prompts, Resources and ResourceTemplates are served besides the
+	// tools (a configuration's prompt, resource and resource_template
+	// blocks: config.Config has them). The prompts capability is
+	// advertised only when there are prompts, completions only when some
+	// argument or variable lists values, and resource subscriptions only
+	// when there are resources.
+	Prompts           []declared.Prompt
+	Resources         []declared.Resource
+	ResourceTemplates []declared.Template
+	// ResourcePollInterval is how often the file of a path-backed resource
+	// that a client subscribed to is checked for changes (default 2s). Files
+	// are only watched while someone is subscribed.
+	ResourcePollInterval time.Duration
 }
 
 // Server is toolhost's MCP front-end: it offers a plugin.Host's tools to MCP
@@ -77,6 +92,10 @@ type Server struct {
 	log  hclog.Logger
 	sdk  *sdk.Server
 	seal *sealer
+
+	offer  *offer
+	refuse map[string]string // methods refused with -32601, and why
+	watch  *watcher
 
 	// stop is cancelled to abort every in-flight call (Shutdown's deadline).
 	stop     context.Context
@@ -104,6 +123,13 @@ func NewServer(h *plugin.Host, opts ServerOptions) (*Server, error) {
 	if opts.MaxResourceBytes <= 0 {
 		opts.MaxResourceBytes = 64 << 20
 	}
+	if opts.ResourcePollInterval <= 0 {
+		opts.ResourcePollInterval = 2 * time.Second
+	}
+	off, err := newOffer(opts)
+	if err != nil {
+		return nil, err
+	}
 	log := opts.Logger
 	if log == nil {
 		log = hclog.NewNullLogger()
@@ -112,20 +138,30 @@ func NewServer(h *plugin.Host, opts ServerOptions) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{host: h, opts: opts, log: log.Named("mcp"), seal: seal, idle: make(chan struct{})}
+	s := &Server{host: h, opts: opts, log: log.Named("mcp"), seal: seal, idle: make(chan struct{}), offer: off, refuse: off.refusals()}
+	s.watch = &watcher{s: s, interval: opts.ResourcePollInterval, watches: map[string]*watch{}}
 	close(s.idle)
 	s.stop, s.stopAll = context.WithCancel(context.Background())
-	s.sdk = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Title: "toolhost", Version: opts.Version}, &sdk.ServerOptions{
+	// What is advertised is what is served: logging/setLevel is answered
+	// by the SDK; prompts, completions and resource subscriptions only
+	// when configured, and refused otherwise (refuseUnserved).
+	sopts := &sdk.ServerOptions{
 		Instructions: opts.Instructions,
-		// What is advertised is what is served: logging/setLevel is
-		// answered by the SDK; prompts, completions and resource
-		// subscriptions are refused (refuseUnserved).
 		Capabilities: &sdk.ServerCapabilities{
 			Tools:     &sdk.ToolCapabilities{},
 			Resources: &sdk.ResourceCapabilities{},
 			Logging:   &sdk.LoggingCapabilities{},
 		},
-	})
+	}
+	off.capabilities(sopts.Capabilities)
+	if off.completes {
+		sopts.CompletionHandler = s.complete
+	}
+	if len(off.resources) > 0 {
+		// The SDK adds subscribe: true to the resources capability.
+		sopts.SubscribeHandler, sopts.UnsubscribeHandler = s.subscribe, s.unsubscribe
+	}
+	s.sdk = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Title: "toolhost", Version: opts.Version}, sopts)
 	for _, info := range h.Tools() {
 		t, err := mcpTool(info)
 		if err != nil {
@@ -139,7 +175,10 @@ func NewServer(h *plugin.Host, opts ServerOptions) (*Server, error) {
 		URITemplate: ResourceURIPrefix + "{id}",
 		Description: "The full output of a truncated tool result, or a file a tool produced. Results link to them.",
 	}, s.readArtifact)
-	s.sdk.AddReceivingMiddleware(refuseUnserved, s.availabilityMiddleware)
+	if err := s.addDeclared(); err != nil {
+		return nil, err
+	}
+	s.sdk.AddReceivingMiddleware(s.refuseUnserved, s.availabilityMiddleware)
 	return s, nil
 }
 
@@ -172,25 +211,15 @@ func mcpTool(info plugin.ToolInfo) (*sdk.Tool, error) {
 	return t, nil
 }
 
-// unserved are the methods the SDK would answer (with empty lists, or
-// errors without a code) for capabilities toolhost does not advertise,
-// with the reason each is refused.
-var unserved = map[string]string{
-	"prompts/list":          "toolhost serves no prompts",
-	"prompts/get":           "toolhost serves no prompts",
-	"completion/complete":   "toolhost serves no completions",
-	"resources/subscribe":   "toolhost does not offer resource subscriptions (artifacts never change once written)",
-	"resources/unsubscribe": "toolhost does not offer resource subscriptions (artifacts never change once written)",
-}
-
-// refuseUnserved answers the methods of capabilities not advertised with
-// "method not found" (-32601), as JSON-RPC says of a method the server
-// does not offer, and gives a duplicate initialize the code of an invalid
-// request (-32600) instead of the SDK's code 0, which clients cannot tell
-// from any other failure.
-func refuseUnserved(next sdk.MethodHandler) sdk.MethodHandler {
+// refuseUnserved answers the methods of capabilities not advertised
+// (s.refuse: the SDK would answer them with empty lists, or errors without
+// a code) with "method not found" (-32601), as JSON-RPC says of a method
+// the server does not offer, and gives a duplicate initialize the code of
+// an invalid request (-32600) instead of the SDK's code 0, which clients
+// cannot tell from any other failure.
+func (s *Server) refuseUnserved(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-		if why, ok := unserved[method]; ok {
+		if why, ok := s.refuse[method]; ok {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method %q not found: %s", method, why)}
 		}
 		res, err := next(ctx, method, req)
@@ -313,6 +342,7 @@ func (s *Server) end() {
 // done, then cancels those still running (their tools are stopped: the
 // context passed to Host.Invoke is cancelled) and waits for them to return.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.watch.close()
 	s.mu.Lock()
 	s.closing = true
 	idle := s.idle

@@ -99,10 +99,11 @@ type clientOptions struct {
 	sample   func(context.Context, *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error)
 	progress func(context.Context, *sdk.ProgressNotificationClientRequest)
 	logged   func(context.Context, *sdk.LoggingMessageRequest)
+	updated  func(context.Context, *sdk.ResourceUpdatedNotificationRequest)
 }
 
 func newClient(o clientOptions) *sdk.Client {
-	copts := &sdk.ClientOptions{ElicitationHandler: o.elicit, CreateMessageHandler: o.sample, ProgressNotificationHandler: o.progress, LoggingMessageHandler: o.logged}
+	copts := &sdk.ClientOptions{ElicitationHandler: o.elicit, CreateMessageHandler: o.sample, ProgressNotificationHandler: o.progress, LoggingMessageHandler: o.logged, ResourceUpdatedHandler: o.updated}
 	return sdk.NewClient(&sdk.Implementation{Name: "toolhost-test", Version: "v0"}, copts)
 }
 

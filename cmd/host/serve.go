@@ -88,12 +88,12 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 			h.Log.Warn("some tools are not ready", "error", err)
 		}
 	}()
-	srv, err := mcp.NewServer(h.Host, mcp.ServerOptions{Version: toolhost.Version, Logger: h.Log})
+	srv, err := mcp.NewServer(h.Host, h.ServerOptions(mcp.ServerOptions{Version: toolhost.Version, Logger: h.Log}))
 	if err != nil {
 		return err
 	}
 	if f.stdio {
-		h.Log.Info("serving MCP on stdio", "tools", len(h.Tools()))
+		h.Log.Info("serving MCP on stdio", "tools", len(h.Tools()), "prompts", len(h.Config.Prompts), "resources", len(h.Config.Resources)+len(h.Config.ResourceTemplates))
 		in, restore := serveInput(a.stdin)
 		defer restore()
 		return srv.ServeStdio(ctx, in, nopWriteCloser{a.stdout}, f.grace)

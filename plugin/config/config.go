@@ -27,6 +27,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/toolhost/toolhost/internal/minisign"
 	"github.com/toolhost/toolhost/plugin"
+	"github.com/toolhost/toolhost/plugin/declared"
 	"github.com/toolhost/toolhost/plugin/registry"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
@@ -65,6 +66,13 @@ type Config struct {
 	LocalTools []LocalTool
 	// LockFile is toolhost.lock beside the configuration file.
 	LockFile string
+
+	// Prompts, Resources and ResourceTemplates are what the MCP server
+	// offers besides tools (prompt, resource and resource_template
+	// blocks), in file order.
+	Prompts           []declared.Prompt
+	Resources         []declared.Resource
+	ResourceTemplates []declared.Template
 
 	// ranges locate each tool's and server's block for diagnostics about
 	// problems found after decoding (an adapter failing to load a tool).
@@ -502,6 +510,7 @@ func (d *decoder) decode(raw *rawFile) *Config {
 			cfg.MCPServers = append(cfg.MCPServers, s)
 		}
 	}
+	d.decodeDeclared(raw, cfg)
 	return cfg
 }
 

@@ -211,7 +211,7 @@ func TestMissingFile(t *testing.T) {
 // FuzzParse feeds arbitrary source to the parser: it must never panic, and
 // either return a configuration or at least one error diagnostic.
 func FuzzParse(f *testing.F) {
-	for _, name := range []string{"testdata/full.hcl", "testdata/errors/many.hcl", "testdata/errors/limits.hcl", "testdata/errors/grants.hcl"} {
+	for _, name := range []string{"testdata/full.hcl", "testdata/errors/many.hcl", "testdata/errors/limits.hcl", "testdata/errors/grants.hcl", "testdata/errors/declared.hcl", "testdata/declared/declared.hcl"} {
 		b, err := os.ReadFile(name)
 		if err != nil {
 			f.Fatal(err)

@@ -16,6 +16,10 @@ type rawFile struct {
 	MCPServers []*rawMCP      `hcl:"mcp_server,block"`
 	Registries []*rawRegistry `hcl:"registry,block"`
 	Trust      []*rawTrust    `hcl:"trust,block"`
+
+	Prompts           []*rawPrompt           `hcl:"prompt,block"`
+	Resources         []*rawResource         `hcl:"resource,block"`
+	ResourceTemplates []*rawResourceTemplate `hcl:"resource_template,block"`
 }
 
 type rawRegistry struct {
@@ -202,4 +206,84 @@ type rawMCP struct {
 // durations ("30s") and counts are parsed with a diagnostic at the value.
 type rawLimits struct {
 	Body hcl.Body `hcl:",remain"`
+}
+
+type rawPrompt struct {
+	Name        string         `hcl:"name,label"`
+	Title       *string        `hcl:"title"`
+	Description *string        `hcl:"description"`
+	Arguments   []*rawArgument `hcl:"argument,block"`
+	Messages    []*rawMessage  `hcl:"message,block"`
+
+	DefRange hcl.Range `hcl:",def_range"`
+}
+
+type rawArgument struct {
+	Name        string   `hcl:"name,label"`
+	Title       *string  `hcl:"title"`
+	Description *string  `hcl:"description"`
+	Required    *bool    `hcl:"required"`
+	Completions []string `hcl:"completions,optional"`
+
+	DefRange hcl.Range `hcl:",def_range"`
+}
+
+// rawMessage holds one of text, image {} and resource {}.
+type rawMessage struct {
+	Role     string            `hcl:"role"`
+	Text     *string           `hcl:"text"`
+	Image    []*rawImage       `hcl:"image,block"`
+	Resource []*rawEmbeddedRes `hcl:"resource,block"`
+
+	RoleRange hcl.Range `hcl:"role,attr_value_range"`
+	TextRange hcl.Range `hcl:"text,attr_value_range"`
+	DefRange  hcl.Range `hcl:",def_range"`
+}
+
+type rawImage struct {
+	Path     string  `hcl:"path"`
+	MIMEType *string `hcl:"mime_type"`
+
+	PathRange     hcl.Range `hcl:"path,attr_value_range"`
+	MIMETypeRange hcl.Range `hcl:"mime_type,attr_value_range"`
+	DefRange      hcl.Range `hcl:",def_range"`
+}
+
+type rawEmbeddedRes struct {
+	URI      string  `hcl:"uri"`
+	MIMEType *string `hcl:"mime_type"`
+	Text     *string `hcl:"text"`
+	Path     *string `hcl:"path"`
+
+	URIRange  hcl.Range `hcl:"uri,attr_value_range"`
+	TextRange hcl.Range `hcl:"text,attr_value_range"`
+	PathRange hcl.Range `hcl:"path,attr_value_range"`
+	DefRange  hcl.Range `hcl:",def_range"`
+}
+
+type rawResource struct {
+	URI         string  `hcl:"uri,label"`
+	Name        *string `hcl:"name"`
+	Title       *string `hcl:"title"`
+	Description *string `hcl:"description"`
+	MIMEType    *string `hcl:"mime_type"`
+	Text        *string `hcl:"text"`
+	Path        *string `hcl:"path"`
+
+	PathRange hcl.Range `hcl:"path,attr_value_range"`
+	DefRange  hcl.Range `hcl:",def_range"`
+}
+
+type rawResourceTemplate struct {
+	URITemplate string              `hcl:"uri_template,label"`
+	Name        *string             `hcl:"name"`
+	Title       *string             `hcl:"title"`
+	Description *string             `hcl:"description"`
+	MIMEType    *string             `hcl:"mime_type"`
+	Text        string              `hcl:"text"`
+	Completions map[string][]string `hcl:"completions,optional"`
+
+	TextRange        hcl.Range `hcl:"text,attr_value_range"`
+	CompletionsRange hcl.Range `hcl:"completions,attr_value_range"`
+	DefRange         hcl.Range `hcl:",def_range"`
 }

@@ -148,3 +148,88 @@ tool "test_elicitation_sep1330_enums" {
     tool = "test_elicitation_sep1330_enums"
   }
 }
+
+# The suite's prompts, resources and resource template, declared as an
+# operator would (docs/configuration.md, "Prompts and resources").
+
+prompt "test_simple_prompt" {
+  description = "A prompt without arguments."
+  message {
+    role = "user"
+    text = "This is a simple prompt for testing."
+  }
+}
+
+prompt "test_prompt_with_arguments" {
+  description = "A prompt with two required arguments."
+  argument "arg1" {
+    description = "First test argument"
+    required    = true
+    completions = ["test", "testing", "tested", "other"]
+  }
+  argument "arg2" {
+    description = "Second test argument"
+    required    = true
+  }
+  message {
+    role = "user"
+    text = "Prompt with arguments: arg1='{{arg1}}', arg2='{{arg2}}'"
+  }
+}
+
+prompt "test_prompt_with_embedded_resource" {
+  description = "A prompt that embeds the resource it is given."
+  argument "resourceUri" {
+    description = "URI of the resource to embed"
+    required    = true
+  }
+  message {
+    role = "user"
+    resource {
+      uri  = "{{resourceUri}}"
+      text = "Embedded resource content for testing."
+    }
+  }
+  message {
+    role = "user"
+    text = "Please process the embedded resource above."
+  }
+}
+
+prompt "test_prompt_with_image" {
+  description = "A prompt that shows an image."
+  message {
+    role = "user"
+    image { path = "./declared/pixel.png" }
+  }
+  message {
+    role = "user"
+    text = "Please analyze the image above."
+  }
+}
+
+resource "test://static-text" {
+  name        = "static-text"
+  description = "A fixed text resource."
+  text        = "This is the content of the static text resource."
+}
+
+resource "test://static-binary" {
+  name        = "static-binary"
+  description = "A fixed binary resource (a PNG)."
+  path        = "./declared/pixel.png"
+}
+
+resource "test://watched-resource" {
+  name        = "watched-resource"
+  description = "A file-backed resource: subscribers hear when it changes."
+  path        = "./declared/watched.txt"
+}
+
+resource_template "test://template/{id}/data" {
+  name        = "template"
+  description = "A resource for every id."
+  mime_type   = "application/json"
+  text        = "{\"id\":\"{{id}}\",\"templateTest\":true,\"data\":\"Data for ID: {{id}}\"}"
+  completions = { id = ["123", "456"] }
+}
