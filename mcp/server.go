@@ -96,6 +96,9 @@ type Server struct {
 	offer  *offer
 	refuse map[string]string // methods refused with -32601, and why
 	watch  *watcher
+	// logging holds the sessions that set a log level
+	// (logging/setLevel): their calls' log messages reach them.
+	logging sync.Map // *sdk.ServerSession -> struct{}
 
 	// stop is cancelled to abort every in-flight call (Shutdown's deadline).
 	stop     context.Context
@@ -178,8 +181,31 @@ func NewServer(h *plugin.Host, opts ServerOptions) (*Server, error) {
 	if err := s.addDeclared(); err != nil {
 		return nil, err
 	}
-	s.sdk.AddReceivingMiddleware(s.refuseUnserved, s.availabilityMiddleware)
+	s.sdk.AddReceivingMiddleware(s.refuseUnserved, s.availabilityMiddleware, s.levelMiddleware)
 	return s, nil
+}
+
+// levelMiddleware notes the sessions that set a log level, so that a call
+// knows whether the log messages of its tool reach anyone
+// (clientNotifier.Listening).
+func (s *Server) levelMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		res, err := next(ctx, method, req)
+		if method != "logging/setLevel" || err != nil {
+			return res, err
+		}
+		ss, ok := req.GetSession().(*sdk.ServerSession)
+		if !ok {
+			return res, err
+		}
+		if _, loaded := s.logging.LoadOrStore(ss, struct{}{}); !loaded {
+			go func() {
+				_ = ss.Wait()
+				s.logging.Delete(ss)
+			}()
+		}
+		return res, err
+	}
 }
 
 // mcpTool describes a registered tool to MCP clients.
@@ -376,6 +402,10 @@ func (s *Server) toolHandler(name string) sdk.ToolHandler {
 		defer cancel()
 		defer context.AfterFunc(s.stop, cancel)()
 		cn := &clientNotifier{ctx: ctx, ss: req.Session, token: req.Params.GetProgressToken(), tool: name, log: s.log}
+		_, cn.logging = s.logging.Load(req.Session)
+		if lvl, ok := req.Params.GetMeta()[sdk.MetaKeyLogLevel].(string); ok && lvl != "" {
+			cn.logging = true // a request of protocol 2026-07-28 or later carries its level
+		}
 		if cn.token != nil {
 			defer s.progress(ctx, cn)()
 		}
@@ -391,14 +421,21 @@ type clientNotifier struct {
 	ctx   context.Context
 	ss    *sdk.ServerSession
 	token any // nil: the client asked for no progress
-	tool  string
-	log   hclog.Logger
+	// logging is set when the client may take the call's log messages
+	// (it set a level for the session, or for the request).
+	logging bool
+	tool    string
+	log     hclog.Logger
 
 	mu   sync.Mutex
 	sent bool    // a progress notification was sent
 	last float64 // the last progress sent (each must be greater)
 	own  bool    // the tool reports its own progress: the ticker stops
 }
+
+// Listening reports whether anything the tool reports can reach the
+// client (plugin.Listening): an adapter need not carry reports otherwise.
+func (c *clientNotifier) Listening() bool { return c.token != nil || c.logging }
 
 // Progress implements plugin.Notifier.
 func (c *clientNotifier) Progress(progress, total float64, message string) {

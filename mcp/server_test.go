@@ -82,7 +82,7 @@ func newTestHost(t testing.TB) *testHost {
 					req.Notify.Log("info", fmt.Sprintf("did step %d", i))
 				}
 				req.Notify.Log("debug", "a detail")
-				return &plugin.Result{Content: []plugin.Content{plugin.Text("reported")}}, nil
+				return &plugin.Result{Content: []plugin.Content{plugin.Text(fmt.Sprintf("reported (listening: %t)", plugin.Listening(req.Notify)))}}, nil
 			}))
 	reg(plugin.Spec{Name: "pixel", Tier: plugin.TierReadOnly},
 		plugin.Func(plugin.Descriptor{InputSchema: json.RawMessage(`{"type":"object"}`)},
@@ -480,6 +480,11 @@ func TestToolReportsProgressAndLogs(t *testing.T) {
 				logs = append(logs, fmt.Sprintf("%s %s %v", req.Params.Level, req.Params.Logger, req.Params.Data))
 			},
 		})
+		// Nothing the tool reports can reach a client that asked for no
+		// progress and set no log level: adapters need not carry it.
+		if res := call(t, cs, "reporter", map[string]any{}); callText(t, res) != "reported (listening: false)" {
+			t.Errorf("a call nobody listens to: %q", callText(t, res))
+		}
 		if err := cs.SetLoggingLevel(context.Background(), &sdk.SetLoggingLevelParams{Level: "info"}); err != nil { //nolint:staticcheck // deprecated in 2026-07-28, served for older clients
 			t.Fatal(err)
 		}
@@ -487,7 +492,7 @@ func TestToolReportsProgressAndLogs(t *testing.T) {
 		// _meta; before, logging/setLevel set it for the session.
 		meta := sdk.Meta{"progressToken": "tok", sdk.MetaKeyLogLevel: "info"}
 		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "reporter", Arguments: map[string]any{}, Meta: meta})
-		if err != nil || res.IsError {
+		if err != nil || res.IsError || callText(t, res) != "reported (listening: true)" {
 			t.Fatalf("reporter: %v %v", err, res)
 		}
 		deadline := time.Now().Add(2 * time.Second)

@@ -50,13 +50,30 @@ type discard struct{}
 func (discard) Progress(float64, float64, string) {}
 func (discard) Log(string, string)                {}
 
-// Listening reports whether what a tool reports to n reaches anyone: false
-// for the Notifier of a call nobody listens to, so that an adapter can
-// skip carrying reports from where the tool runs.
+// Listening reports whether what a tool reports to n can reach anyone:
+// false for the Notifier of a call nobody listens to, and for a Notifier
+// that says so (a ListeningNotifier), so that an adapter can skip carrying
+// reports from where the tool runs.
 func Listening(n Notifier) bool {
-	_, none := n.(discard)
-	return n != nil && !none
+	switch n := n.(type) {
+	case nil, discard:
+		return false
+	case ListeningNotifier:
+		return n.Listening()
+	}
+	return true
 }
+
+// ListeningNotifier is a Notifier that knows whether what it is sent
+// reaches anyone (an MCP client that asked for neither progress nor log
+// messages takes nothing).
+type ListeningNotifier interface {
+	Notifier
+	Listening() bool
+}
+
+// Listening implements ListeningNotifier.
+func (n *callNotifier) Listening() bool { return Listening(n.to) }
 
 // newCallNotifier returns the notifier of a call whose caller listens on
 // to, and the function that closes it when the call returns. Without a

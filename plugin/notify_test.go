@@ -112,3 +112,34 @@ func TestNotifyNobodyListens(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// deaf is a caller's Notifier that says nothing it is sent reaches anyone.
+type deaf struct{ recorder }
+
+func (*deaf) Listening() bool { return false }
+
+// TestListening: a tool can tell whether what it reports reaches anyone —
+// not without a listener, not when the listener says so — through the
+// pipeline's notifier too.
+func TestListening(t *testing.T) {
+	h := newHost(t, plugin.Options{})
+	var got []bool
+	mustRegister(t, h, plugin.Spec{Name: "ear", Tier: plugin.TierReadOnly},
+		fn(`{"type":"object"}`, func(_ context.Context, req *plugin.Request) (*plugin.Result, error) {
+			got = append(got, plugin.Listening(req.Notify))
+			return &plugin.Result{Content: []plugin.Content{{Type: "text", Text: "ok"}}}, nil
+		}))
+	for _, n := range []plugin.Notifier{nil, &recorder{}, &deaf{}} {
+		c := call("ear", `{}`)
+		c.Notify = n
+		if _, err := invoke(t, h, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fmt.Sprint(got) != "[false true false]" {
+		t.Errorf("Listening through the pipeline = %v, want [false true false]", got)
+	}
+	if plugin.Listening(nil) || !plugin.Listening(&recorder{}) || plugin.Listening(&deaf{}) {
+		t.Error("Listening on the caller's notifiers is wrong")
+	}
+}

@@ -82,19 +82,34 @@ func BenchmarkWarmCall(b *testing.B) {
 			b.Fatal(err)
 		}
 		req := &plugin.Request{ID: "b", Name: "echo", Arguments: args}
-		ctx := context.Background()
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			res, err := tool.Call(ctx, req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if len(res.Content) != 1 {
-				b.Fatal(res)
-			}
-		}
+		benchToolCalls(b, tool, req)
 	})
+	// A call with a listener (every call over MCP has one) runs over the
+	// CallToolSession stream, so that the plugin can report and ask.
+	b.Run("toolhost-session", func(b *testing.B) {
+		a := benchAdapter(b)
+		tool, err := a.Load(context.Background(), testSpec(testPluginSum(), "echo", "serve", newMark(b)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		req := &plugin.Request{ID: "b", Name: "echo", Arguments: args, Notify: &asker{}}
+		benchToolCalls(b, tool, req)
+	})
+}
+
+func benchToolCalls(b *testing.B, tool plugin.Tool, req *plugin.Request) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := tool.Call(ctx, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Content) != 1 {
+			b.Fatal(res)
+		}
+	}
 }
 
 // BenchmarkColdStart starts the example git plugin (a small plugin binary)
