@@ -125,7 +125,9 @@ func (a *Adapter) Login(ctx context.Context, srv plugin.MCPServer, secrets []str
 	if err := r.setHeaders(r.lookupSecrets(ctx)); err != nil {
 		return fmt.Errorf("MCP server %q: %w", srv.Name, err)
 	}
-	cs, err := connectBounded(oauth.AllowLogin(ctx), r.client(nil), r.transport(true))
+	// Not connectBounded: the login must be over (its browser step
+	// included) when Login returns, and the flow itself ends with ctx.
+	cs, err := r.client(nil).Connect(oauth.AllowLogin(ctx), r.transport(true), nil)
 	if err != nil {
 		if r.needsLogin(err) {
 			return &oauth.LoginRequiredError{Server: srv.Name}
