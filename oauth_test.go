@@ -14,12 +14,16 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/toolhost/toolhost"
 	"github.com/toolhost/toolhost/internal/oauthtest"
@@ -335,4 +339,69 @@ func TestOAuthRevokedTokenNeedsLogin(t *testing.T) {
 	if strings.Contains(err.Error(), rec.AccessToken) || strings.Contains(err.Error(), rec.RefreshToken) {
 		t.Errorf("the error names a token: %v", err)
 	}
+}
+
+// No token the server issued appears in a result, an error, the audit log
+// or the host's log (at trace level).
+func TestOAuthTokensNeverLeak(t *testing.T) {
+	srv := oauthtest.Start(t, oauthtest.Options{TokenTTL: 2 * time.Second}) // refreshed: more tokens in play
+	cache := t.TempDir()
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	cfg := oauthConfig(t, cache, srv.URL, "", "")
+	src, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src = []byte(strings.Replace(string(src), `tools = ["whoami", "ping"]`, `tools = ["whoami", "ping", "fail"]`, 1))
+	src = []byte(strings.Replace(string(src), "host {", fmt.Sprintf("host {\n  audit_log = %q", audit), 1))
+	if err := os.WriteFile(cfg, src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: &syncWriter{w: &logs}})
+	h, err := toolhost.Open(context.Background(), toolhost.Options{ConfigFile: cfg, Browser: oauthtest.Browser, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen strings.Builder
+	for _, tool := range []string{"remote/whoami", "remote/fail", "remote/whoami"} {
+		res, err := h.Invoke(context.Background(), plugin.Call{Name: tool, Arguments: json.RawMessage(`{}`)})
+		if err != nil {
+			seen.WriteString(err.Error())
+			continue
+		}
+		b, _ := json.Marshal(res)
+		seen.Write(b)
+	}
+	h.Close()
+	if !strings.Contains(seen.String(), "[REDACTED:oauth_access_token") {
+		t.Errorf("no redaction marker in what the caller saw: %s", seen.String())
+	}
+	auditLines, _ := os.ReadFile(audit)
+	if len(auditLines) == 0 {
+		t.Fatal("no audit lines")
+	}
+	issued := srv.Issued()
+	if len(issued) < 3 {
+		t.Fatalf("%d tokens issued; want refreshes to have issued more", len(issued))
+	}
+	for _, tok := range issued {
+		for where, text := range map[string]string{"results and errors": seen.String(), "audit log": string(auditLines), "log": logs.String()} {
+			if strings.Contains(text, tok) {
+				t.Errorf("%s holds the token %s", where, tok)
+			}
+		}
+	}
+}
+
+// syncWriter lets the logger write from the adapter's goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

@@ -85,6 +85,13 @@ func (r *remote) redact(err error) string {
 	vals := map[string]string{}
 	if r.auth != nil {
 		maps.Copy(vals, r.auth.HeldSecrets())
+		// The configured client secret and key too: an error from a
+		// token endpoint may quote the request.
+		for _, n := range []string{r.srv.OAuth.ClientSecret, r.srv.OAuth.PrivateKey} {
+			if v, ok := r.lookupSecrets(context.Background()).Value(n); ok && n != "" {
+				vals[n] = v
+			}
+		}
 	}
 	return plugin.NewSecrets(vals).Redact(err.Error())
 }

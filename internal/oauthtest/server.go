@@ -79,6 +79,7 @@ type Server struct {
 	codes     map[string]grant
 	access    map[string]grant
 	refresh   map[string]grant
+	issued    []string
 }
 
 // grant is what a code or token was issued for.
@@ -89,8 +90,9 @@ type grant struct {
 }
 
 // Start runs a server until the test ends. Its MCP server offers
-// "whoami", which answers with the bearer token it was called with (so
-// that tests can check that toolhost redacts it), and "ping".
+// "whoami", which answers with the bearer token it was called with, and
+// "fail", which fails naming it (so that tests can check that toolhost
+// redacts it), and "ping".
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
 	if opts.TokenTTL <= 0 {
@@ -108,6 +110,10 @@ func Start(t testing.TB, opts Options) *Server {
 			tok, _ = ti.Extra["token"].(string)
 		}
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "called with token " + tok}}}, nil
+	})
+	mcpServer.AddTool(&sdk.Tool{Name: "fail", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		tok, _ := req.Extra.TokenInfo.Extra["token"].(string)
+		return nil, fmt.Errorf("refused: token %s is not welcome here", tok)
 	})
 	mcpServer.AddTool(&sdk.Tool{Name: "ping", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "pong"}}}, nil
@@ -137,6 +143,13 @@ func (s *Server) RevokeAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.access, s.refresh = map[string]grant{}, map[string]grant{}
+}
+
+// Issued returns every access and refresh token the server has issued.
+func (s *Server) Issued() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.issued)
 }
 
 func (s *Server) verify(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
@@ -326,10 +339,12 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	g.expiry = time.Now().Add(s.opts.TokenTTL)
 	access := "at-" + random()
 	s.access[access] = g
+	s.issued = append(s.issued, access)
 	resp := map[string]any{"access_token": access, "token_type": "Bearer", "expires_in": int(s.opts.TokenTTL.Seconds()), "scope": strings.Join(g.scopes, " ")}
 	if withRefresh {
 		rt := "rt-" + random()
 		s.refresh[rt] = g
+		s.issued = append(s.issued, rt)
 		resp["refresh_token"] = rt
 	}
 	writeJSON(w, http.StatusOK, resp)
