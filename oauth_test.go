@@ -405,3 +405,23 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	defer s.mu.Unlock()
 	return s.w.Write(p)
 }
+
+// With the browser hook, a 401 during a call (the server revoked the
+// token and its refresh token) runs the login in-line, and the call
+// succeeds.
+func TestOAuthLoginDuringCall(t *testing.T) {
+	srv := oauthtest.Start(t, oauthtest.Options{})
+	cfg := oauthConfig(t, t.TempDir(), srv.URL, "", "")
+	var logins atomic.Int32
+	h := openHost(t, cfg, countingBrowser(&logins))
+	if _, err := call(t, h, "remote/ping"); err != nil {
+		t.Fatal(err)
+	}
+	srv.RevokeAll()
+	if out, err := call(t, h, "remote/ping"); err != nil || out != "pong" {
+		t.Fatalf("call after revocation: %q, %v", out, err)
+	}
+	if logins.Load() != 2 {
+		t.Errorf("%d logins, want 2 (at load, then during the call)", logins.Load())
+	}
+}

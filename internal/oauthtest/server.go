@@ -159,7 +159,9 @@ func (s *Server) verify(_ context.Context, token string, _ *http.Request) (*auth
 	if !ok {
 		return nil, auth.ErrInvalidToken
 	}
-	return &auth.TokenInfo{Scopes: g.scopes, Expiration: g.expiry, UserID: "user-" + g.client, Extra: map[string]any{"token": token}}, nil
+	// One user, whichever client logged them in: a login after a
+	// revocation (with a newly registered client) keeps their sessions.
+	return &auth.TokenInfo{Scopes: g.scopes, Expiration: g.expiry, UserID: "user", Extra: map[string]any{"token": token}}, nil
 }
 
 func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {

@@ -480,9 +480,6 @@ func (h *Handler) RedirectURL() string {
 	return h.redirect
 }
 
-// ServerURL returns a server URL as its token is keyed: as configured.
-func (h *Handler) ServerURL() string { return h.cfg.URL }
-
 // validResource reports whether u is a URL the resource parameter may carry.
 func validResource(u string) bool {
 	p, err := url.Parse(u)
