@@ -425,3 +425,27 @@ func TestOAuthLoginDuringCall(t *testing.T) {
 		t.Errorf("%d logins, want 2 (at load, then during the call)", logins.Load())
 	}
 }
+
+// A server that drops access tokens before their expiry but honors the
+// refresh token: an unattended host refreshes and goes on, no login.
+func TestOAuthRefusedTokenRefreshed(t *testing.T) {
+	srv := oauthtest.Start(t, oauthtest.Options{})
+	cache := t.TempDir()
+	cfg := oauthConfig(t, cache, srv.URL, "", "")
+	h := openHost(t, cfg, oauthtest.Browser)
+	if _, err := call(t, h, "remote/ping"); err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	h2 := openHost(t, cfg, nil)
+	if _, err := call(t, h2, "remote/ping"); err != nil {
+		t.Fatal(err)
+	}
+	srv.RevokeAccess()
+	if out, err := call(t, h2, "remote/ping"); err != nil || out != "pong" {
+		t.Fatalf("after the server dropped the access token: %q, %v", out, err)
+	}
+	if srv.Refreshes.Load() != 1 || srv.Logins.Load() != 1 {
+		t.Errorf("%d refreshes, %d logins; want 1 and 1", srv.Refreshes.Load(), srv.Logins.Load())
+	}
+}

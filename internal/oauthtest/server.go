@@ -152,6 +152,14 @@ func (s *Server) Issued() []string {
 	return slices.Clone(s.issued)
 }
 
+// RevokeAccess forgets the access tokens issued, and keeps the refresh
+// tokens, as a server that lost its sessions does.
+func (s *Server) RevokeAccess() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.access = map[string]grant{}
+}
+
 func (s *Server) verify(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 	s.mu.Lock()
 	g, ok := s.access[token]

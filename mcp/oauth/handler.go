@@ -116,6 +116,10 @@ type Handler struct {
 	needsLogin bool
 	authorized bool     // a flow obtained a token
 	granted    []string // client credentials: scopes granted so far
+	forced     string   // the access token a forced refresh gave
+	// flowMu serializes Authorize: one login (or token request) at a
+	// time. It is taken before mu, never while holding it.
+	flowMu sync.Mutex
 	// past are the tokens held before the current one, newest first: a
 	// call may have used one that was replaced before its result came
 	// back, and its output is redacted after that.
@@ -200,7 +204,8 @@ func (h *Handler) useStoredLocked(skip *Record) bool {
 		// Nothing to refresh with: the 401 that follows asks for a login.
 		return false
 	}
-	h.ts, h.rec = h.sourceFor(rec), rec
+	h.ts = h.sourceFor(rec)
+	h.setRecordLocked(rec)
 	return true
 }
 
@@ -264,13 +269,7 @@ func (s *savingSource) Token() (*oauth2.Token, error) {
 // saved records rec as the handler's current token and stores it.
 func (h *Handler) saved(rec *Record) {
 	h.mu.Lock()
-	if h.rec != nil {
-		h.past = append([]*Record{h.rec}, h.past...)
-		if len(h.past) > keptPast {
-			h.past = h.past[:keptPast]
-		}
-	}
-	h.rec = rec
+	h.setRecordLocked(rec)
 	h.mu.Unlock()
 	if h.cfg.Store == nil {
 		return
@@ -280,6 +279,18 @@ func (h *Handler) saved(rec *Record) {
 		return
 	}
 	h.log.Debug("OAuth token stored", "expiry", rec.Expiry, "scopes", strings.Join(rec.Scopes, " "))
+}
+
+// setRecordLocked makes rec the current token, keeping the one it
+// replaces among those still redacted.
+func (h *Handler) setRecordLocked(rec *Record) {
+	if h.rec != nil && h.rec != rec {
+		h.past = append([]*Record{h.rec}, h.past...)
+		if len(h.past) > keptPast {
+			h.past = h.past[:keptPast]
+		}
+	}
+	h.rec = rec
 }
 
 func tokenScopes(t *oauth2.Token) []string {
@@ -332,7 +343,8 @@ func (h *Handler) Authorized() bool {
 }
 
 // Authorize implements auth.OAuthHandler: the transport calls it on a 401
-// or 403.
+// or 403. Flows are one at a time: requests refused together (a shared
+// session and a call's own) share one login.
 func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
 	challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
 	if resp.StatusCode == http.StatusForbidden && challengeParam(challenges, "error") != "insufficient_scope" {
@@ -340,9 +352,22 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 		resp.Body.Close()
 		return nil
 	}
+	h.flowMu.Lock()
+	defer h.flowMu.Unlock()
+	if h.replacedSince(req) {
+		// Another request's flow got a new token meanwhile: try with it.
+		resp.Body.Close()
+		return nil
+	}
 	if h.cfg.Grant == GrantClientCredentials {
 		defer resp.Body.Close()
 		return h.authorizeClient(ctx, req, challenges)
+	}
+	if resp.StatusCode == http.StatusUnauthorized && h.forceRefresh() {
+		// The server dropped the access token before its expiry; the
+		// refresh token still serves, and no person is needed.
+		resp.Body.Close()
+		return nil
 	}
 	if !loginAllowed(ctx) || h.cfg.Browser == nil {
 		resp.Body.Close()
@@ -368,6 +393,50 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	h.needsLogin, h.authorized = false, true
 	h.mu.Unlock()
 	return nil
+}
+
+// replacedSince reports whether the handler now holds a usable access
+// token other than the one req was refused with (none, when its source
+// could not refresh it).
+func (h *Handler) replacedSince(req *http.Request) bool {
+	sent := ""
+	if f := strings.Fields(req.Header.Get("Authorization")); len(f) == 2 && strings.EqualFold(f[0], "bearer") {
+		sent = f[1]
+	}
+	h.mu.Lock()
+	ts, rec := h.ts, h.rec
+	h.mu.Unlock()
+	if ts == nil || rec == nil || rec.AccessToken == sent {
+		return false
+	}
+	t, err := ts.Token()
+	return err == nil && t.AccessToken != sent
+}
+
+// forceRefresh refreshes the current token before its expiry, once per
+// token: a server may drop an access token early (a restart, a key
+// rotation) and still honor the refresh token. It reports whether a new
+// token came.
+func (h *Handler) forceRefresh() bool {
+	h.mu.Lock()
+	rec := h.rec
+	tried := rec != nil && h.forced == rec.AccessToken
+	h.mu.Unlock()
+	if rec == nil || rec.RefreshToken == "" || tried {
+		return false
+	}
+	stale := *rec
+	stale.Expiry = time.Now().Add(-time.Minute) // so that the source refreshes
+	src := h.sourceFor(&stale)
+	t, err := src.Token()
+	if err != nil {
+		h.log.Debug("refreshing a refused token failed", "error", err)
+		return false
+	}
+	h.mu.Lock()
+	h.ts, h.forced = src, t.AccessToken
+	h.mu.Unlock()
+	return true
 }
 
 func challengeParam(cs []oauthex.Challenge, name string) string {
