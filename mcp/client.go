@@ -574,14 +574,15 @@ func descriptorOf(e *manifestEntry) plugin.Descriptor {
 
 // markDown records a failure to reach the server and drops its session.
 func (r *remote) markDown(err error) {
+	reason := fmt.Sprintf("MCP server %q is unreachable: %s", r.srv.Name, r.redact(err))
+	if r.needsLogin(err) {
+		reason = (&oauth.LoginRequiredError{Server: r.srv.Name}).Error()
+	}
 	r.mu.Lock()
 	cs := r.session
 	r.session = nil
 	r.down = true
-	r.reason = fmt.Sprintf("MCP server %q is unreachable: %s", r.srv.Name, r.redact(err))
-	if r.needsLogin(err) {
-		r.reason = (&oauth.LoginRequiredError{Server: r.srv.Name}).Error()
-	}
+	r.reason = reason
 	r.last = time.Now()
 	r.mu.Unlock()
 	if cs != nil {

@@ -77,7 +77,8 @@ func (r *remote) needsLogin(err error) bool {
 }
 
 // redact returns err's text with the server's tokens and secrets
-// replaced, for log lines and unavailability reasons.
+// replaced, for log lines and unavailability reasons. It reads the
+// secrets again, so it is for failures, not for every request.
 func (r *remote) redact(err error) string {
 	if err == nil {
 		return ""
@@ -85,13 +86,12 @@ func (r *remote) redact(err error) string {
 	vals := map[string]string{}
 	if r.auth != nil {
 		maps.Copy(vals, r.auth.HeldSecrets())
-		// The configured client secret and key too: an error from a
-		// token endpoint may quote the request.
-		for _, n := range []string{r.srv.OAuth.ClientSecret, r.srv.OAuth.PrivateKey} {
-			if v, ok := r.lookupSecrets(context.Background()).Value(n); ok && n != "" {
-				vals[n] = v
-			}
-		}
+	}
+	// The server's configured secrets too (headers, client secret, key):
+	// an error from a token endpoint may quote the request.
+	sec := r.lookupSecrets(context.Background())
+	for _, n := range sec.Names() {
+		vals[n], _ = sec.Value(n)
 	}
 	return plugin.NewSecrets(vals).Redact(err.Error())
 }
