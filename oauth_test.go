@@ -449,3 +449,23 @@ func TestOAuthRefusedTokenRefreshed(t *testing.T) {
 		t.Errorf("%d refreshes, %d logins; want 1 and 1", srv.Refreshes.Load(), srv.Logins.Load())
 	}
 }
+
+// An application without an in-line browser hook logs its user in on
+// demand (Host.LoginMCPServer); the server's tools work from the next call.
+func TestOAuthHostLoginOnDemand(t *testing.T) {
+	srv := oauthtest.Start(t, oauthtest.Options{})
+	cfg := oauthConfig(t, t.TempDir(), srv.URL, "", "")
+	h := openHost(t, cfg, nil)
+	if _, err := call(t, h, "remote/ping"); err == nil || !strings.Contains(err.Error(), "needs a login") {
+		t.Fatalf("before the login: err = %v, want the login error", err)
+	}
+	if err := h.LoginMCPServer(context.Background(), "remote", oauthtest.Browser); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := call(t, h, "remote/ping"); err != nil || out != "pong" {
+		t.Fatalf("after the login: %q, %v", out, err)
+	}
+	if err := h.LoginMCPServer(context.Background(), "nope", oauthtest.Browser); err == nil || !strings.Contains(err.Error(), `no mcp_server "nope"`) {
+		t.Errorf("unknown server: %v", err)
+	}
+}
