@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 
 	"github.com/hashicorp/go-hclog"
+
 	"github.com/toolhost/toolhost/extism"
 	"github.com/toolhost/toolhost/extism/builtin"
 	"github.com/toolhost/toolhost/mcp"
@@ -38,7 +39,12 @@ func builtinAdapters() []builtinAdapter {
 			return subprocess.New(sc)
 		}},
 		{kind: mcp.Kind, build: func(cfg *config.Config, log hclog.Logger, opts *Options) (plugin.Adapter, error) {
-			return mcp.NewAdapter(mcp.AdapterOptions{Logger: log, Secrets: cfg.Secrets, Version: Version}), nil
+			var secrets plugin.SecretSource = cfg.Secrets
+			if opts.Secrets != nil {
+				secrets = opts.Secrets
+			}
+			return mcp.NewAdapter(mcp.AdapterOptions{Logger: log, Secrets: secrets, Version: Version,
+				TokenDir: TokenDir(cfg), Browser: opts.Browser}), nil
 		}},
 	}
 }

@@ -24,8 +24,10 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
+
 	"github.com/toolhost/toolhost/extism"
 	"github.com/toolhost/toolhost/mcp"
+	"github.com/toolhost/toolhost/mcp/oauth"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/plugin/config"
 	"github.com/toolhost/toolhost/plugin/registry"
@@ -55,6 +57,14 @@ type Options struct {
 	// OnCompile hears when a wasm tool's module starts and ends compiling
 	// (seconds on a first run, milliseconds from the cache), for progress.
 	OnCompile func(extism.CompileEvent)
+	// Browser sends the application's user to an MCP server's login page
+	// (an mcp_server with oauth, grant authorization_code). With it, a
+	// server that answers 401 has the login run in-line, at load or
+	// during a call, bounded by that wait's deadline. Without it (an
+	// unattended host, such as host serve), such a server's tools are
+	// unavailable, with an error that says to run `host auth login NAME`,
+	// until a token is stored.
+	Browser oauth.Browser
 }
 
 // Host is a plugin.Host loaded from a configuration.
@@ -240,7 +250,8 @@ func configName(spec plugin.Spec) string {
 func specs(cfg *config.Config) []plugin.Spec {
 	out := append([]plugin.Spec(nil), cfg.Tools...)
 	for _, m := range cfg.MCPServers {
-		srv := &plugin.MCPServer{Name: m.Name, URL: m.URL, Headers: m.Headers, Timeout: m.Timeout}
+		s := mcpServerOf(m)
+		srv := &s
 		for _, t := range m.Tools {
 			limits := m.Limits
 			if m.Timeout > 0 && limits.Timeout == 0 {

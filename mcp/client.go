@@ -19,6 +19,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/mcp/oauth"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -51,6 +53,18 @@ type AdapterOptions struct {
 	// a reconnection attempt (default 1.5s); attempts are at most one per
 	// RetryGap (default 1s) per server.
 	ProbeWait, RetryGap time.Duration
+	// TokenDir holds the OAuth tokens of servers with an oauth block, one
+	// file per server URL (see oauth.Store); empty: tokens are kept in
+	// memory only.
+	TokenDir string
+	// Browser sends a person to log in to a server whose token needs one:
+	// with it, a 401 at load or during a call runs the login in-line;
+	// without it (an unattended host) such a server's tools are
+	// unavailable until `host auth login NAME` stores a token.
+	Browser oauth.Browser
+	// LoginTimeout bounds the wait for a person's browser to come back
+	// from a login (default 5m).
+	LoginTimeout time.Duration
 }
 
 // Adapter is the plugin.Adapter for remote MCP servers: each allowed tool
@@ -163,6 +177,13 @@ func (a *Adapter) Load(ctx context.Context, spec *plugin.Spec) (plugin.Tool, err
 	r, ok := a.remotes[srv.Name]
 	if !ok {
 		r = newRemote(a, *srv, spec.Capabilities.Secrets)
+		if srv.OAuth != nil {
+			var err error
+			if r.auth, err = a.newAuth(r, a.opts.Browser, false); err != nil {
+				a.mu.Unlock()
+				return nil, err
+			}
+		}
 		a.remotes[srv.Name] = r
 	} else if r.srv.URL != srv.URL {
 		a.mu.Unlock()
@@ -247,6 +268,7 @@ type remote struct {
 	secrets []string // secret names its headers may use
 	log     hclog.Logger
 	hc      *http.Client
+	auth    *oauth.Handler // nil: no oauth block
 
 	loadMu sync.Mutex
 	loaded bool
@@ -294,10 +316,14 @@ func (r *remote) loadOnce(ctx context.Context) {
 		r.log.Warn("MCP server not contacted at start; its tools are unavailable until a call brings the secrets", "error", err)
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.a.opts.ConnectTimeout)
+	ctx, cancel := context.WithTimeout(r.loginContext(ctx), r.a.opts.ConnectTimeout)
 	defer cancel()
 	if _, err := r.connect(ctx); err != nil {
-		r.log.Warn("MCP server unreachable at start; its tools are listed as unavailable", "error", err)
+		if r.needsLogin(err) {
+			r.log.Warn("MCP server needs a login; its tools are unavailable until then", "error", r.redact(err))
+			return
+		}
+		r.log.Warn("MCP server unreachable at start; its tools are listed as unavailable", "error", r.redact(err))
 	}
 }
 
@@ -405,10 +431,16 @@ const streamResumes = 1
 // transport returns a transport to the server. noStandalone: no GET stream
 // for the session's own messages.
 func (r *remote) transport(noStandalone bool) *sdk.StreamableClientTransport {
-	return &sdk.StreamableClientTransport{
+	t := &sdk.StreamableClientTransport{
 		Endpoint: r.srv.URL, HTTPClient: r.hc, MaxRetries: streamResumes,
 		DisableStandaloneSSE: noStandalone, MaxEventSize: int(r.a.opts.MaxResponseBytes),
 	}
+	if r.auth != nil {
+		// Set only when there is one: a nil *Handler in the interface
+		// would read as a handler.
+		t.OAuthHandler = r.auth
+	}
+	return t
 }
 
 // client returns the MCP client of a session; opts carries the handlers of
@@ -542,11 +574,15 @@ func descriptorOf(e *manifestEntry) plugin.Descriptor {
 
 // markDown records a failure to reach the server and drops its session.
 func (r *remote) markDown(err error) {
+	reason := fmt.Sprintf("MCP server %q is unreachable: %s", r.srv.Name, r.redact(err))
+	if r.needsLogin(err) {
+		reason = (&oauth.LoginRequiredError{Server: r.srv.Name}).Error()
+	}
 	r.mu.Lock()
 	cs := r.session
 	r.session = nil
 	r.down = true
-	r.reason = fmt.Sprintf("MCP server %q is unreachable: %v", r.srv.Name, err)
+	r.reason = reason
 	r.last = time.Now()
 	r.mu.Unlock()
 	if cs != nil {
@@ -571,9 +607,10 @@ func (r *remote) dropSession(cs *sdk.ClientSession) {
 // came back finds it.
 func (r *remote) available() (bool, string) {
 	r.mu.Lock()
-	if !r.down || r.headers == nil {
+	if !r.down || r.headers == nil || r.auth != nil && r.a.opts.Browser != nil && r.auth.NeedsLogin() {
 		// Up, or not contacted yet because its secrets come with the
-		// first call: let the call find out.
+		// first call, or waiting for a login the call can run: let the
+		// call find out.
 		r.mu.Unlock()
 		return true, ""
 	}
@@ -697,6 +734,7 @@ func (t *remoteTool) Call(ctx context.Context, req *plugin.Request) (*plugin.Res
 // attempt makes one try; retry says whether trying again is safe.
 func (t *remoteTool) attempt(ctx context.Context, req *plugin.Request) (*plugin.Result, error, bool) {
 	r := t.r
+	ctx = r.loginContext(ctx)
 	cs, err := r.connect(ctx)
 	var own *asker // set when the call runs on a session of its own
 	if err == nil && asks(req) {
@@ -711,6 +749,9 @@ func (t *remoteTool) attempt(ctx context.Context, req *plugin.Request) (*plugin.
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err(), false
+		}
+		if r.needsLogin(err) {
+			return nil, &plugin.Error{Code: plugin.CodeToolUnavailable, Message: (&oauth.LoginRequiredError{Server: r.srv.Name}).Error(), Err: oauth.ErrLoginRequired}, false
 		}
 		return nil, plugin.Errorf(plugin.CodeToolUnavailable, "MCP server %q: %v", r.srv.Name, err), true
 	}
@@ -759,6 +800,13 @@ func (t *remoteTool) attempt(ctx context.Context, req *plugin.Request) (*plugin.
 		return nil, plugin.LimitError("http_response", "MCP server %q sent a response over %s", r.srv.Name, plugin.FormatSize(r.a.opts.MaxResponseBytes)), false
 	case ctx.Err() != nil:
 		return nil, ctx.Err(), false
+	case r.needsLogin(err):
+		// The token was refused mid-session (revoked, or a step-up) and
+		// nobody can log in: the request never reached the tool.
+		if own == nil {
+			r.dropSession(cs)
+		}
+		return nil, &plugin.Error{Code: plugin.CodeToolUnavailable, Message: (&oauth.LoginRequiredError{Server: r.srv.Name}).Error(), Err: oauth.ErrLoginRequired}, false
 	}
 	if cause, ok := own.cause(err); ok {
 		// The caller's client was not asked, or failed: the call says so

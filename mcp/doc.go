@@ -15,7 +15,10 @@
 //
 // As a client ([NewAdapter]), it is the plugin.Adapter of kind "mcp": each
 // tool a configuration allows from a remote server (mcp_server blocks)
-// becomes a tool named server/tool, called over streamable HTTP.
+// becomes a tool named server/tool, called over streamable HTTP. A server
+// with an oauth block gets its token from package mcp/oauth (logins,
+// client credentials, stored and refreshed tokens); [Adapter.Login] runs a
+// login on demand.
 //
 // docs/mcp.md is the user-facing reference for both directions.
 package mcp

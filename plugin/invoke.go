@@ -192,10 +192,11 @@ func (h *Host) run(ctx context.Context, call Call, caller *nestedInvoker, parent
 	}
 
 	// Secrets.
-	secrets, err := h.resolveSecrets(ctx, spec)
+	resolved, err := h.resolveSecrets(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
+	secrets := resolved.withHeld(e.tool)
 
 	// Deadline, then execute.
 	// The call ends at its own timeout or at the caller's deadline,
@@ -224,6 +225,9 @@ func (h *Host) run(ctx context.Context, call Call, caller *nestedInvoker, parent
 		req.Invoker = &nestedInvoker{h: h, caller: e, frame: &cs.frame, budget: int64(spec.Limits.ToolInvocations)}
 	}
 	res, err := h.execute(ctx, e, req, byCaller)
+	// A credential the tool holds may have changed during the call (a
+	// refreshed token): what it holds now is redacted too.
+	secrets = resolved.withHeld(e.tool)
 	if err != nil {
 		return nil, toolError(call.Name, secrets, int(spec.Limits.Preview), err)
 	}

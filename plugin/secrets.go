@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -120,6 +121,29 @@ func NewSecrets(values map[string]string) *Secrets {
 		s.redactor = strings.NewReplacer(args...)
 	}
 	return s
+}
+
+// withHeld returns s with the secrets tool holds of its own
+// (SecretHolder) added, or s itself when it holds none.
+func (s *Secrets) withHeld(tool Tool) *Secrets {
+	sh, ok := tool.(SecretHolder)
+	if !ok {
+		return s
+	}
+	held := sh.HeldSecrets()
+	if len(held) == 0 {
+		return s
+	}
+	vals := make(map[string]string, len(held))
+	if s != nil {
+		maps.Copy(vals, s.values)
+	}
+	for n, v := range held {
+		if _, taken := vals[n]; !taken {
+			vals[n] = v
+		}
+	}
+	return NewSecrets(vals)
 }
 
 // jsonEscape returns v as it appears inside a JSON string.

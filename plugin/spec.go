@@ -138,6 +138,36 @@ type MCPServer struct {
 	URL     string
 	Headers map[string]string // values may reference secrets as $NAME
 	Timeout time.Duration
+	// OAuth, when set, has the host obtain the server's access token by
+	// OAuth instead of (never alongside) an Authorization header.
+	OAuth *MCPOAuth
+}
+
+// MCPOAuth is how the host obtains OAuth tokens for an MCP server. Secrets
+// are named, never held: their values are looked up when a token is
+// requested.
+type MCPOAuth struct {
+	// Grant is "authorization_code" (a person logs in once) or
+	// "client_credentials" (no person: the client's own credentials).
+	Grant string
+	// ClientID is a pre-registered client; empty: the client registers
+	// itself (client ID metadata document, else dynamic registration).
+	ClientID string
+	// ClientSecret names the secret holding the client's secret.
+	ClientSecret string
+	// PrivateKey names the secret holding a PEM private key, for
+	// private_key_jwt client authentication (client_credentials only).
+	PrivateKey string
+	// SigningAlgorithm signs the client assertion (default: from the key).
+	SigningAlgorithm string
+	// ClientIDMetadataURL is the HTTPS URL of the client's metadata
+	// document, used as its client ID where the server supports that.
+	ClientIDMetadataURL string
+	// Scopes replace the scopes the server asks for.
+	Scopes []string
+	// RedirectURL is the loopback URL the browser is sent back to; empty:
+	// http://127.0.0.1 on a free port.
+	RedirectURL string
 }
 
 // Spec is everything the host knows about a tool besides the tool itself:

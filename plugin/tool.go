@@ -70,6 +70,16 @@ type Availability interface {
 	Available() (ok bool, reason string)
 }
 
+// SecretHolder is implemented by tools that hold credentials the host did
+// not resolve for them (an MCP server's OAuth tokens, which its adapter
+// obtains and refreshes), so that the pipeline redacts them from results,
+// errors and questions as it redacts granted secrets. It is asked before
+// and after every call, since a token may be refreshed during one; the
+// names are what redaction shows ([REDACTED:NAME]).
+type SecretHolder interface {
+	HeldSecrets() map[string]string
+}
+
 // Request is one call as the tool sees it.
 type Request struct {
 	// ID identifies the call in logs, audit lines and artifacts.

@@ -14,7 +14,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
+
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/mcp/oauth"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -58,6 +60,14 @@ type app struct {
 	// openTTY opens the controlling terminal for approval prompts; nil
 	// means /dev/tty. Tests replace it so they never wait on a real one.
 	openTTY func() (io.ReadWriteCloser, error)
+	// browser replaces opening the desktop's browser at a login URL (host
+	// auth login); tests set one that follows the login as a browser would.
+	browser func(ctx context.Context, authURL string) error
+	// inlineLogin, when set, is the host's Options.Browser: a server that
+	// needs a login has it run in-line. The CLI's commands leave it nil
+	// (they are unattended, except host auth login); the conformance
+	// client sets it.
+	inlineLogin oauth.Browser
 }
 
 // run is the whole CLI; main only supplies the process's streams.
@@ -163,6 +173,7 @@ func (a *app) open(ctx context.Context, approver plugin.Approver) (*toolhost.Hos
 		GoTools:    a.goTools,
 		Logger:     log,
 		OnCompile:  progress.event,
+		Browser:    a.inlineLogin,
 	})
 	progress.release()
 	if err != nil {

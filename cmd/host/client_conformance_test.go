@@ -9,6 +9,11 @@ package main
 // toolhost — list what the server offers, then call each tool — so that
 // every request the suite sees comes from toolhost's MCP client
 // (mcp/client.go), the code `host tools --server` and `host call` use.
+// For the auth/ scenarios, the block has the oauth block an operator would
+// write from the scenario's context (MCP_CONFORMANCE_CONTEXT: client ID,
+// secret, private key), and the host's browser hook (Options.Browser) is
+// the application's user: it follows the suite's login page back to the
+// host's loopback redirect, as a browser would.
 
 import (
 	"context"
@@ -31,6 +36,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost"
+	"github.com/toolhost/toolhost/internal/oauthtest"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -112,6 +118,11 @@ func conformanceHost(ctx context.Context, dir, url string, tools []string, stdou
 		quoted[i] = strconv.Quote(t)
 	}
 	cfg := filepath.Join(dir, "client.hcl")
+	oauthBlock, secrets, granted, err := conformanceOAuth(dir, os.Getenv("MCP_CONFORMANCE_SCENARIO"), os.Getenv("MCP_CONFORMANCE_CONTEXT"))
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return nil, 1
+	}
 	hcl := fmt.Sprintf(`host {
   cache_dir = %q
   log_level = "warn"
@@ -119,20 +130,25 @@ func conformanceHost(ctx context.Context, dir, url string, tools []string, stdou
 
 grants {
   capabilities = ["client.sampling", "client.elicitation"]
-}
+%s}
 
 mcp_server "suite" {
   url          = %q
   tools        = [%s]
   timeout      = "10s"
   capabilities = ["client.sampling", "client.elicitation"]
-}
-`, filepath.Join(dir, "cache"), url, strings.Join(quoted, ", "))
+%s}
+%s`, filepath.Join(dir, "cache"), granted, url, strings.Join(quoted, ", "), oauthBlock, secrets)
 	if err := os.WriteFile(cfg, []byte(hcl), 0o644); err != nil {
 		fmt.Fprintln(stderr, err)
 		return nil, 1
 	}
 	a := &app{stdin: strings.NewReader(""), stdout: stdout, stderr: stderr}
+	if oauthBlock != "" {
+		// The user of the host application: sent to log in, their
+		// browser follows the suite's login page back to the host.
+		a.inlineLogin = oauthtest.Browser
+	}
 	a.g.config = cfg
 	h, err := a.open(ctx, nil)
 	if err != nil {
@@ -159,6 +175,72 @@ mcp_server "suite" {
 		offer = append(offer, t.Name)
 	}
 	return offer, f(h)
+}
+
+// conformanceCIMD is the client ID metadata document URL the suite's
+// auth/basic-cimd scenario expects a client to use as its ID.
+const conformanceCIMD = "https://conformance-test.local/client-metadata.json"
+
+// conformanceOAuth returns, for an auth/ scenario, the oauth block the
+// operator would write for the suite's server, and the secret blocks it
+// names, and the grants line for them: from the scenario's context (client_id, client_secret,
+// private_key_pem, signing_algorithm), the secrets written to files in dir.
+// Other scenarios get no oauth block.
+func conformanceOAuth(dir, scenario, contextJSON string) (block, secrets, granted string, err error) {
+	if !strings.HasPrefix(scenario, "auth/") {
+		return "", "", "", nil
+	}
+	var c struct {
+		ClientID         string `json:"client_id"`
+		ClientSecret     string `json:"client_secret"`
+		PrivateKeyPEM    string `json:"private_key_pem"`
+		SigningAlgorithm string `json:"signing_algorithm"`
+	}
+	if contextJSON != "" {
+		if err := json.Unmarshal([]byte(contextJSON), &c); err != nil {
+			return "", "", "", fmt.Errorf("MCP_CONFORMANCE_CONTEXT: %w", err)
+		}
+	}
+	var b, sec strings.Builder
+	b.WriteString("  oauth {\n")
+	var names []string
+	secret := func(name, value string) error {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(value), 0o600); err != nil {
+			return err
+		}
+		fmt.Fprintf(&sec, "\nsecret %q {\n  file = %q\n}\n", name, p)
+		names = append(names, strconv.Quote(name))
+		return nil
+	}
+	if strings.Contains(scenario, "client-credentials") {
+		b.WriteString("    grant = \"client_credentials\"\n")
+	} else {
+		fmt.Fprintf(&b, "    client_id_metadata_url = %q\n", conformanceCIMD)
+	}
+	if c.ClientID != "" {
+		fmt.Fprintf(&b, "    client_id = %q\n", c.ClientID)
+	}
+	if c.ClientSecret != "" {
+		if err := secret("client_secret", c.ClientSecret); err != nil {
+			return "", "", "", err
+		}
+		b.WriteString("    client_secret = \"client_secret\"\n")
+	}
+	if c.PrivateKeyPEM != "" {
+		if err := secret("private_key", c.PrivateKeyPEM); err != nil {
+			return "", "", "", err
+		}
+		b.WriteString("    private_key = \"private_key\"\n")
+		if c.SigningAlgorithm != "" {
+			fmt.Fprintf(&b, "    signing_algorithm = %q\n", c.SigningAlgorithm)
+		}
+	}
+	b.WriteString("  }\n")
+	if len(names) > 0 {
+		granted = fmt.Sprintf("  secrets      = [%s]\n", strings.Join(names, ", "))
+	}
+	return b.String(), sec.String(), granted, nil
 }
 
 // acceptingUser is the user of the host application: shown a form, it

@@ -25,13 +25,14 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
+	"github.com/zclconf/go-cty/cty/function/stdlib"
+
 	"github.com/toolhost/toolhost/internal/minisign"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/plugin/declared"
 	"github.com/toolhost/toolhost/plugin/registry"
-	"github.com/zclconf/go-cty/cty"
-	"github.com/zclconf/go-cty/cty/function"
-	"github.com/zclconf/go-cty/cty/function/stdlib"
 )
 
 // Config is a decoded configuration.
@@ -293,6 +294,8 @@ type MCPServer struct {
 	// its user's input (capabilities = ["client.sampling",
 	// "client.elicitation"], granted by the operator).
 	Sampling, Elicitation bool
+	// OAuth is the oauth block: the host obtains the server's token.
+	OAuth *plugin.MCPOAuth
 }
 
 // Range returns the range of the block that defined a tool or MCP server,
@@ -1227,6 +1230,9 @@ func (d *decoder) decodeMCP(m *rawMCP, cfg *Config) (MCPServer, bool) {
 	}
 	if m.Limits != nil {
 		s.Limits = d.decodeLimits(m.Limits)
+	}
+	if m.OAuth != nil {
+		d.decodeOAuth(m, &s, cfg)
 	}
 	caps := []string{capSampling, capElicitation}
 	for _, c := range m.Capabilities {

@@ -191,15 +191,40 @@ type rawMCP struct {
 	Limits  *rawLimits        `hcl:"limits,block"`
 	// Capabilities: client.sampling, client.elicitation (the server may
 	// ask the caller's client while its tools run).
-	Capabilities []string `hcl:"capabilities,optional"`
+	Capabilities []string  `hcl:"capabilities,optional"`
+	OAuth        *rawOAuth `hcl:"oauth,block"`
 
 	URLRange          hcl.Range `hcl:"url,attr_value_range"`
+	HeadersRange      hcl.Range `hcl:"headers,attr_value_range"`
 	CapabilitiesRange hcl.Range `hcl:"capabilities,attr_value_range"`
 	SecretsRange      hcl.Range `hcl:"secrets,attr_value_range"`
 	ToolsRange        hcl.Range `hcl:"tools,attr_value_range"`
 	TierRange         hcl.Range `hcl:"tier,attr_value_range"`
 	TimeoutRange      hcl.Range `hcl:"timeout,attr_value_range"`
 	DefRange          hcl.Range `hcl:",def_range"`
+}
+
+// rawOAuth is an mcp_server's oauth block. Secrets are named (client_secret,
+// private_key), never written: their values stay out of the file.
+type rawOAuth struct {
+	Grant               *string  `hcl:"grant"`
+	ClientID            *string  `hcl:"client_id"`
+	ClientSecret        *string  `hcl:"client_secret"`
+	PrivateKey          *string  `hcl:"private_key"`
+	SigningAlgorithm    *string  `hcl:"signing_algorithm"`
+	ClientIDMetadataURL *string  `hcl:"client_id_metadata_url"`
+	Scopes              []string `hcl:"scopes,optional"`
+	RedirectURL         *string  `hcl:"redirect_url"`
+
+	GrantRange               hcl.Range `hcl:"grant,attr_value_range"`
+	ClientIDRange            hcl.Range `hcl:"client_id,attr_value_range"`
+	ClientSecretRange        hcl.Range `hcl:"client_secret,attr_value_range"`
+	PrivateKeyRange          hcl.Range `hcl:"private_key,attr_value_range"`
+	SigningAlgorithmRange    hcl.Range `hcl:"signing_algorithm,attr_value_range"`
+	ClientIDMetadataURLRange hcl.Range `hcl:"client_id_metadata_url,attr_value_range"`
+	ScopesRange              hcl.Range `hcl:"scopes,attr_value_range"`
+	RedirectURLRange         hcl.Range `hcl:"redirect_url,attr_value_range"`
+	DefRange                 hcl.Range `hcl:",def_range"`
 }
 
 // rawLimits keeps every limit as an expression so that sizes ("64MiB"),

@@ -1,0 +1,84 @@
+package oauth
+
+// The person's part of a login: the handler listens on the loopback
+// redirect URL, has the Browser send the person to the authorization URL,
+// and waits for their browser to come back with the code (RFC 8252: a
+// native app's loopback redirect).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+)
+
+// fetchCode is the SDK's AuthorizationCodeFetcher.
+func (h *Handler) fetchCode(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+	redirect, err := url.Parse(h.RedirectURL())
+	if err != nil {
+		return nil, fmt.Errorf("redirect URL: %w", err)
+	}
+	path := redirect.Path
+	if path == "" {
+		path = "/"
+	}
+	ln, err := net.Listen("tcp", redirect.Host)
+	if err != nil {
+		return nil, fmt.Errorf("listening for the login's redirect on %s: %w", redirect.Host, err)
+	}
+	type answer struct {
+		res *auth.AuthorizationResult
+		err error
+	}
+	got := make(chan answer, 1)
+	mux := http.NewServeMux()
+	mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		var a answer
+		switch {
+		case q.Get("error") != "":
+			a.err = fmt.Errorf("the authorization server refused the login: %s %s", q.Get("error"), q.Get("error_description"))
+		case q.Get("code") == "":
+			http.Error(w, "no authorization code in this request", http.StatusBadRequest)
+			return
+		default:
+			a.res = &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}
+		}
+		select {
+		case got <- a:
+		default: // a second return: the first one counts
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if a.err != nil {
+			fmt.Fprintf(w, "<p>toolhost: the login to %s failed: %s</p>", html.EscapeString(h.cfg.Server), html.EscapeString(a.err.Error()))
+			return
+		}
+		fmt.Fprintf(w, "<p>toolhost: logged in to %s. You can close this tab.</p>", html.EscapeString(h.cfg.Server))
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	if err := h.cfg.Browser(ctx, args.URL); err != nil {
+		return nil, fmt.Errorf("sending the user to log in: %w", err)
+	}
+	t := time.NewTimer(h.cfg.LoginTimeout)
+	defer t.Stop()
+	select {
+	case a := <-got:
+		return a.res, a.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the login to %s: %w", h.cfg.Server, ctx.Err())
+	case <-t.C:
+		return nil, fmt.Errorf("waiting for the login to %s: %w: no browser came back to %s within %s", h.cfg.Server, errLoginTimeout, h.RedirectURL(), h.cfg.LoginTimeout)
+	}
+}
+
+// errLoginTimeout is wrapped when nobody came back from the login page.
+var errLoginTimeout = errors.New("timed out")

@@ -1,0 +1,221 @@
+package oauth
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+)
+
+// The store writes one private file per server URL, whole or not at all,
+// and reads back what it wrote; a file for another URL is not taken.
+func TestStore(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "oauth")
+	s := NewStore(dir)
+	if rec, err := s.Load("https://a.example/mcp"); rec != nil || err != nil {
+		t.Fatalf("empty store: %v, %v", rec, err)
+	}
+	exp := time.Now().Add(time.Hour).Round(time.Second)
+	want := &Record{ServerURL: "https://a.example/mcp", Grant: GrantAuthorizationCode, TokenURL: "https://as.example/token",
+		ClientID: "c", AccessToken: "at", RefreshToken: "rt", Expiry: exp, Scopes: []string{"read"}}
+	// Writers racing: every reader sees a whole record.
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.Save(want); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	got, err := s.Load(want.ServerURL)
+	if err != nil || got == nil || got.AccessToken != "at" || !got.Expiry.Equal(exp) {
+		t.Fatalf("Load = %+v, %v", got, err)
+	}
+	fi, err := os.Stat(s.Path(want.ServerURL))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("file mode %v, %v; want 0600", fi.Mode().Perm(), err)
+	}
+	if di, _ := os.Stat(dir); di.Mode().Perm() != 0o700 {
+		t.Errorf("dir mode %v, want 0700", di.Mode().Perm())
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".token-*")); len(left) != 0 {
+		t.Errorf("temporary files left behind: %v", left)
+	}
+	// A file that names another URL (copied by hand) is not this server's.
+	b, _ := os.ReadFile(s.Path(want.ServerURL))
+	os.WriteFile(s.Path("https://b.example/mcp"), b, 0o600)
+	if rec, err := s.Load("https://b.example/mcp"); rec != nil || err != nil {
+		t.Errorf("took another server's token: %v, %v", rec, err)
+	}
+	if had, err := s.Delete(want.ServerURL); !had || err != nil {
+		t.Errorf("Delete = %v, %v", had, err)
+	}
+	if had, err := s.Delete(want.ServerURL); had || err != nil {
+		t.Errorf("second Delete = %v, %v", had, err)
+	}
+}
+
+func pemOf(t *testing.T, key any) string {
+	t.Helper()
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+}
+
+// Each key type signs assertions a verifier of its algorithm accepts, with
+// the claims RFC 7523 asks for; a key that cannot sign the configured
+// algorithm is refused before any request.
+func TestClientAssertion(t *testing.T) {
+	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ec384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	rs, _ := rsa.GenerateKey(rand.Reader, 2048)
+	_, ed, _ := ed25519.GenerateKey(rand.Reader)
+	verify := map[string]func(input, sig []byte) bool{
+		"ES256": func(in, sig []byte) bool {
+			d := crypto.SHA256.New()
+			d.Write(in)
+			return len(sig) == 64 && ecdsa.Verify(&ec.PublicKey, d.Sum(nil), new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:]))
+		},
+		"ES384": func(in, sig []byte) bool {
+			d := crypto.SHA384.New()
+			d.Write(in)
+			return len(sig) == 96 && ecdsa.Verify(&ec384.PublicKey, d.Sum(nil), new(big.Int).SetBytes(sig[:48]), new(big.Int).SetBytes(sig[48:]))
+		},
+		"RS256": func(in, sig []byte) bool {
+			d := crypto.SHA256.New()
+			d.Write(in)
+			return rsa.VerifyPKCS1v15(&rs.PublicKey, crypto.SHA256, d.Sum(nil), sig) == nil
+		},
+		"PS256": func(in, sig []byte) bool {
+			d := crypto.SHA256.New()
+			d.Write(in)
+			return rsa.VerifyPSS(&rs.PublicKey, crypto.SHA256, d.Sum(nil), sig, nil) == nil
+		},
+		"EdDSA": func(in, sig []byte) bool { return ed25519.Verify(ed.Public().(ed25519.PublicKey), in, sig) },
+	}
+	for _, tc := range []struct {
+		key      any
+		alg      string
+		want     string // the algorithm used
+		wantFail string
+	}{
+		{ec, "", "ES256", ""},
+		{ec, "ES256", "ES256", ""},
+		{ec384, "", "ES384", ""},
+		{rs, "", "RS256", ""},
+		{rs, "PS256", "PS256", ""},
+		{ed, "", "EdDSA", ""},
+		{ec, "RS256", "", "signs ES256, not RS256"},
+		{rs, "ES256", "", "RSA key cannot sign ES256"},
+	} {
+		s, err := newSigner(pemOf(t, tc.key), tc.alg)
+		if tc.wantFail != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantFail) {
+				t.Errorf("%T %q: err = %v, want %q", tc.key, tc.alg, err, tc.wantFail)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%T %q: %v", tc.key, tc.alg, err)
+		}
+		jwt, err := s.assertion("client-1", "https://as.example", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts := strings.Split(jwt, ".")
+		hb, _ := base64.RawURLEncoding.DecodeString(parts[0])
+		cb, _ := base64.RawURLEncoding.DecodeString(parts[1])
+		sig, _ := base64.RawURLEncoding.DecodeString(parts[2])
+		var h struct{ Alg string }
+		var c struct {
+			Iss, Sub, Aud, Jti string
+			Exp, Iat           int64
+		}
+		json.Unmarshal(hb, &h)
+		json.Unmarshal(cb, &c)
+		if h.Alg != tc.want || !verify[tc.want]([]byte(parts[0]+"."+parts[1]), sig) {
+			t.Errorf("%s: alg %s, signature not verified", tc.want, h.Alg)
+		}
+		if c.Iss != "client-1" || c.Sub != "client-1" || c.Aud != "https://as.example" || c.Jti == "" || c.Exp <= c.Iat {
+			t.Errorf("%s: claims %+v", tc.want, c)
+		}
+	}
+	if _, err := newSigner("not a key", ""); err == nil {
+		t.Error("a non-PEM key was accepted")
+	}
+}
+
+// The loopback listener takes the browser's return: the code and state, or
+// the authorization server's refusal; it gives up at the login timeout.
+func TestFetchCode(t *testing.T) {
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	redirect := "http://127.0.0.1:" + strconv.Itoa(port) + "/cb"
+	back := func(query string) Browser {
+		return func(ctx context.Context, _ string) error {
+			go func() {
+				resp, err := http.Get(redirect + "?" + query)
+				if err == nil {
+					resp.Body.Close()
+				}
+			}()
+			return nil
+		}
+	}
+	for _, tc := range []struct {
+		name, query, wantErr string
+		browser              Browser
+	}{
+		{"code", "code=abc&state=xyz", "", nil},
+		{"refused", "error=access_denied&error_description=no", "refused the login: access_denied no", nil},
+		{"nobody", "", "timed out", func(context.Context, string) error { return nil }},
+		{"browser fails", "", "sending the user to log in", func(context.Context, string) error { return errors.New("no display") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := tc.browser
+			if b == nil {
+				b = back(tc.query)
+			}
+			h, err := New(Config{Server: "s", URL: "http://127.0.0.1:1/mcp", RedirectURL: redirect, Browser: b, LoginTimeout: 300 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := h.fetchCode(context.Background(), &auth.AuthorizationArgs{URL: "http://as.example/authorize"})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || res.Code != "abc" || res.State != "xyz" {
+				t.Fatalf("got %+v, %v", res, err)
+			}
+		})
+	}
+}
