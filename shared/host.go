@@ -169,7 +169,7 @@ func notify(ctx context.Context, v any) error {
 	return s.send(&pluginv1.PluginMessage{Message: &pluginv1.PluginMessage_Notification{Notification: &pluginv1.Notification{Json: b}}})
 }
 
-func ask[T any](ctx context.Context, kind string, req any) (*T, error) {
+func ask[T SampleResult | ElicitResult](ctx context.Context, kind string, req any) (*T, error) {
 	s, err := sessionFrom(ctx)
 	if err != nil {
 		return nil, err
@@ -211,19 +211,5 @@ func ask[T any](ctx context.Context, kind string, req any) (*T, error) {
 		forget()
 		return nil, ctx.Err()
 	}
-	var a struct {
-		Result *T `json:"result"`
-		ClientError
-	}
-	if err := json.Unmarshal(answer, &a); err != nil {
-		return nil, fmt.Errorf("the host's answer: %w", err)
-	}
-	if a.Code != "" || a.Result == nil {
-		if a.Code == "" {
-			a.Code, a.Message = "TOOL_EXECUTION_FAILED", "the host answered without a result"
-		}
-		e := a.ClientError
-		return nil, &e
-	}
-	return a.Result, nil
+	return guest.DecodeClientAnswer[T](answer)
 }

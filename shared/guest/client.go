@@ -121,8 +121,11 @@ type clientAnswer[T any] struct {
 	ClientError
 }
 
-// decodeClientAnswer reads the host's answer: the result, or the error.
-func decodeClientAnswer[T any](b []byte) (*T, error) {
+// DecodeClientAnswer reads the host's JSON answer to a Sample or Elicit
+// request: the result, or a *ClientError. Both tiers answer in this JSON:
+// the wasm host functions (Sample, Elicit here) and a subprocess plugin's
+// call session (package shared).
+func DecodeClientAnswer[T SampleResult | ElicitResult](b []byte) (*T, error) {
 	var a clientAnswer[T]
 	if err := json.Unmarshal(b, &a); err != nil {
 		return nil, err

@@ -10,19 +10,19 @@ import (
 // toolhost_elicit becomes the result, or a *ClientError carrying the code
 // and limit; an answer with neither is an error, never a nil result.
 func TestDecodeClientAnswer(t *testing.T) {
-	res, err := decodeClientAnswer[SampleResult]([]byte(`{"result":{"role":"assistant","content":{"type":"text","text":"4"},"model":"m","stopReason":"endTurn"}}`))
+	res, err := DecodeClientAnswer[SampleResult]([]byte(`{"result":{"role":"assistant","content":{"type":"text","text":"4"},"model":"m","stopReason":"endTurn"}}`))
 	if err != nil || res.Content.Text != "4" || res.Model != "m" || res.StopReason != "endTurn" {
 		t.Errorf("result: %+v, %v", res, err)
 	}
-	_, err = decodeClientAnswer[SampleResult]([]byte(`{"code":"LIMIT_EXCEEDED","limit":"client_requests","error":"too many"}`))
+	_, err = DecodeClientAnswer[SampleResult]([]byte(`{"code":"LIMIT_EXCEEDED","limit":"client_requests","error":"too many"}`))
 	var ce *ClientError
 	if !errors.As(err, &ce) || ce.Code != "LIMIT_EXCEEDED" || ce.Limit != "client_requests" || err.Error() != "LIMIT_EXCEEDED: too many" {
 		t.Errorf("error answer: %#v", err)
 	}
-	if _, err := decodeClientAnswer[ElicitResult]([]byte(`{}`)); !errors.As(err, &ce) || ce.Code != "TOOL_EXECUTION_FAILED" {
+	if _, err := DecodeClientAnswer[ElicitResult]([]byte(`{}`)); !errors.As(err, &ce) || ce.Code != "TOOL_EXECUTION_FAILED" {
 		t.Errorf("empty answer: %v", err)
 	}
-	if _, err := decodeClientAnswer[ElicitResult]([]byte(`not json`)); err == nil {
+	if _, err := DecodeClientAnswer[ElicitResult]([]byte(`not json`)); err == nil {
 		t.Error("a malformed answer was accepted")
 	}
 }

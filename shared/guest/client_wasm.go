@@ -33,7 +33,7 @@ func Elicit(req ElicitRequest) (*ElicitResult, error) {
 	return askClient[ElicitResult](hostElicit, req)
 }
 
-func askClient[T any](f func(uint64) uint64, req any) (*T, error) {
+func askClient[T SampleResult | ElicitResult](f func(uint64) uint64, req any) (*T, error) {
 	b, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
@@ -45,5 +45,5 @@ func askClient[T any](f func(uint64) uint64, req any) (*T, error) {
 	}
 	rm := pdk.FindMemory(off)
 	defer rm.Free()
-	return decodeClientAnswer[T](rm.ReadBytes())
+	return DecodeClientAnswer[T](rm.ReadBytes())
 }
