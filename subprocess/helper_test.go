@@ -139,7 +139,7 @@ func runTestPlugin(mode string, rest []string) {
 			Plugins:         goplugin.PluginSet{shared.PluginName: badJSONPlugin{}},
 			GRPCServer:      goplugin.DefaultGRPCServer,
 		})
-	case "nosession", "roguesession":
+	case "nosession", "roguesession", "silentsession":
 		goplugin.Serve(&goplugin.ServeConfig{
 			HandshakeConfig: shared.Handshake,
 			Plugins:         goplugin.PluginSet{shared.PluginName: rawPlugin{mode: mode}},
@@ -528,9 +528,12 @@ type rawPlugin struct {
 }
 
 func (p rawPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
-	if p.mode == "nosession" {
+	switch p.mode {
+	case "nosession":
 		pluginv1.RegisterToolsServer(s, noSessionServer{})
-	} else {
+	case "silentsession":
+		pluginv1.RegisterToolsServer(s, silentServer{})
+	default:
 		pluginv1.RegisterToolsServer(s, rogueServer{})
 	}
 	return nil
@@ -590,6 +593,16 @@ func (rogueServer) CallToolSession(stream pluginv1.Tools_CallToolSessionServer) 
 	}
 	b, _ := json.Marshal(shared.TextResult(fmt.Sprintf("1=%s\n2=%s\n3=%s", answers[1], answers[2], answers[3])))
 	return stream.Send(&pluginv1.PluginMessage{Message: &pluginv1.PluginMessage_Result{Result: &pluginv1.CallToolResponse{Json: b}}})
+}
+
+type silentServer struct {
+	noSessionServer
+}
+
+// CallToolSession takes the call and ends the stream without a result.
+func (silentServer) CallToolSession(stream pluginv1.Tools_CallToolSessionServer) error {
+	_, err := stream.Recv()
+	return err
 }
 
 // badJSONPlugin serves a tools service that answers with invalid JSON.

@@ -221,11 +221,34 @@ func TestPluginWaitsForClient(t *testing.T) {
 // have a listener and a client: the host falls back to CallTool.
 func TestPluginWithoutSession(t *testing.T) {
 	t.Parallel()
-	h := sessionHost(t, "nosession", plugin.Limits{})
+	a := newTestAdapter(t, nil)
+	tool := load(t, a, testSpec(testPluginSum(), "echo", "nosession", newMark(t)))
 	for i := range 2 {
-		res, err := invokeWith(t, h, "echo", `{}`, &asker{})
+		res, err := tool.Call(t.Context(), &plugin.Request{ID: "t", Name: "echo", Arguments: json.RawMessage(`{}`), Notify: &asker{}})
 		if err != nil || res.TextContent() != "old plugin" {
 			t.Fatalf("call %d: %v %v", i, err, res)
+		}
+	}
+	// The process's answer is remembered: later calls go straight to
+	// CallTool.
+	pt := tool.(*pluginTool)
+	pt.mu.Lock()
+	p := pt.cur
+	pt.mu.Unlock()
+	if p == nil || !p.noSession.Load() {
+		t.Error("the plugin's lack of CallToolSession was not remembered")
+	}
+}
+
+// TestSilentSession: a plugin that ends the call's session without a
+// result fails that call with a clear error, and serves the next.
+func TestSilentSession(t *testing.T) {
+	t.Parallel()
+	h := sessionHost(t, "silentsession", plugin.Limits{})
+	for i := range 2 {
+		_, err := invokeWith(t, h, "echo", `{}`, &asker{})
+		if plugin.CodeOf(err) != plugin.CodeToolExecutionFailed || !strings.Contains(err.Error(), "ended the call session without a result") {
+			t.Fatalf("call %d: %v, want TOOL_EXECUTION_FAILED naming the missing result", i, err)
 		}
 	}
 }
