@@ -506,12 +506,17 @@ func TestToolReportsProgressAndLogs(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		mu.Lock()
-		defer mu.Unlock()
 		if fmt.Sprint(progress) != "[10 20 30]" {
 			t.Errorf("progress = %v, want [10 20 30]", progress)
 		}
 		if strings.Join(logs, "|") != "info reporter did step 1|info reporter did step 2|info reporter did step 3" {
 			t.Errorf("logs = %q (the debug line is below the client's level)", logs)
+		}
+		mu.Unlock()
+		// A client that set a level for the session takes log messages
+		// (before 2026-07-28) even from a call that asks no progress.
+		if res := call(t, cs, "reporter", map[string]any{}); callText(t, res) != "reported (listening: true)" {
+			t.Errorf("a call after logging/setLevel: %q", callText(t, res))
 		}
 	})
 }
