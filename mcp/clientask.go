@@ -184,8 +184,9 @@ func (a *asker) sample(ctx context.Context, req *sdk.CreateMessageRequest) (*sdk
 	return &sdk.CreateMessageResult{Role: sdk.Role(res.Role), Content: toContent(res.Content), Model: res.Model, StopReason: res.StopReason}, nil
 }
 
-// samplingContent is one message's content for the caller's client: text,
-// image or audio.
+// samplingContent is the content of one sampling message, a server's for
+// the caller's client or a client's answer for a tool: text, image or
+// audio.
 func samplingContent(c sdk.Content) (plugin.Content, error) {
 	switch c := c.(type) {
 	case *sdk.TextContent:
