@@ -530,3 +530,40 @@ func TestClientLeavesAnswerAlone(t *testing.T) {
 		t.Errorf("the client's answer was changed: its content is now %s", shared.Content)
 	}
 }
+
+// TestClientRequestEndsWithCall: a request the tool made with a context of
+// its own (context.Background in a goroutine) still ends when the call
+// returns: the client's context is cancelled and the tool's request fails.
+func TestClientRequestEndsWithCall(t *testing.T) {
+	h := newHost(t, plugin.Options{Grants: clientCaps})
+	asking := make(chan struct{})
+	asked := make(chan error, 1)
+	mustRegister(t, h, plugin.Spec{Name: "leaves", Tier: plugin.TierReadOnly, Capabilities: clientCaps},
+		fn(`{"type":"object"}`, func(ctx context.Context, req *plugin.Request) (*plugin.Result, error) {
+			go func() {
+				_, err := req.Client.Sample(context.Background(), question("still there?"))
+				asked <- err
+			}()
+			<-asking
+			return textResult("gone"), nil
+		}))
+	cancelled := make(chan struct{})
+	c := call("leaves", `{}`)
+	c.Client = &peer{sample: func(ctx context.Context, _ *plugin.SampleRequest) (*plugin.SampleResult, error) {
+		close(asking)
+		<-ctx.Done()
+		close(cancelled)
+		return nil, ctx.Err()
+	}}
+	if _, err := invoke(t, h, c); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(3 * time.Second):
+		t.Fatal("the client's request outlived the call")
+	}
+	if err := <-asked; plugin.CodeOf(err) != plugin.CodeToolExecutionFailed || !strings.Contains(err.Error(), "cancelled") {
+		t.Errorf("the tool's request after its call returned: %v, want TOOL_EXECUTION_FAILED (cancelled)", err)
+	}
+}
