@@ -128,7 +128,7 @@ func jsonText(v any) string {
 // answer with a code, the call goes on, and nothing reaches the client:
 // asking without the grant, asking when the call has no client, an
 // oversized request (refused before the host reads it), a request at an
-// offset that is no Extism block.
+// offset that is no Extism block, a request whose JSON ends early.
 func TestGuestClientRefusals(t *testing.T) {
 	h := clientHost(t, plugin.Limits{})
 	for _, tc := range []struct {
@@ -141,6 +141,7 @@ func TestGuestClientRefusals(t *testing.T) {
 		{name: "oversized", tool: "client", args: `{"mode":"big","n":2000000}`, code: "INVALID_REQUEST", want: "at most 1MiB may go to the client"},
 		{name: "just over the cap", tool: "client", args: `{"mode":"big","n":1050000}`, code: "INVALID_REQUEST", want: "over the 1MiB"},
 		{name: "bad offset", tool: "client", args: `{"mode":"bad_offset"}`, code: "INVALID_REQUEST", want: "not an Extism memory block"},
+		{name: "input ends early", tool: "client", args: `{"mode":"truncated"}`, code: "INVALID_REQUEST", want: "malformed request: unexpected end of JSON input"},
 		{name: "bad form", tool: "client", args: `{"mode":"elicit","prompt":"hi","schema":{"type":"object","properties":{"a":{"type":"object"}}}}`, code: "INVALID_REQUEST", want: `property "a" has type object`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -131,13 +131,3 @@ const (
 	fsFold = 1
 	fsStat = 2
 )
-
-// guestBytes is the guest memory [ptr, ptr+n), or false if it is out of
-// bounds.
-func guestBytes(mem []byte, ptr, n uint64) ([]byte, bool) {
-	ptr, n = uint64(uint32(ptr)), uint64(uint32(n))
-	if ptr+n > uint64(len(mem)) {
-		return nil, false
-	}
-	return mem[ptr : ptr+n : ptr+n], true
-}

@@ -359,6 +359,17 @@ func (inst *instance) filesystems() []*hostfs.FS {
 // other), as it is now, or nil if it cannot be told apart.
 func (inst *instance) moduleMemory() []byte { return inst.mem.ModuleMemory(inst.kernelStart()) }
 
+// guestBytes is [ptr, ptr+n) of a guest memory (moduleMemory), as the
+// host functions that take a pointer and a length read it, or false if it
+// is out of bounds.
+func guestBytes(mem []byte, ptr, n uint64) ([]byte, bool) {
+	ptr, n = uint64(uint32(ptr)), uint64(uint32(n))
+	if ptr+n > uint64(len(mem)) {
+		return nil, false
+	}
+	return mem[ptr : ptr+n : ptr+n], true
+}
+
 // capWriter is a guest's stdout: the fast output path. Writing past the
 // output limit aborts the call.
 type capWriter struct {

@@ -62,14 +62,13 @@ var _ plugin.Client = (*callState)(nil)
 
 // canAsk reports whether the call's client declared what kind needs.
 func (cs *callState) canAsk(kind string) error {
-	caps := cs.req.ClientCapabilities()
 	switch kind {
 	case inputSample:
-		if caps == nil || caps.Sampling == nil {
+		if caps := cs.req.ClientCapabilities(); caps == nil || caps.Sampling == nil {
 			return fmt.Errorf("%w: the MCP client did not declare the sampling capability", plugin.ErrNoClient)
 		}
 	case inputElicit:
-		if caps == nil || caps.Elicitation == nil || (caps.Elicitation.Form == nil && caps.Elicitation.URL != nil) {
+		if !cs.canElicit() {
 			return fmt.Errorf("%w: the MCP client did not declare the elicitation capability (form mode)", plugin.ErrNoClient)
 		}
 	}
@@ -82,18 +81,13 @@ func (cs *callState) Sample(ctx context.Context, req *plugin.SampleRequest) (*pl
 		return nil, err
 	}
 	params := sampleParams(req)
-	if !cs.legacy {
-		var out plugin.SampleResult
-		if err := cs.replay(inputSample, params, &out); err != nil {
+	return roundTrip(ctx, cs, inputSample, params, func(ctx context.Context) (*plugin.SampleResult, error) {
+		res, err := cs.session.CreateMessage(ctx, params)
+		if err != nil {
 			return nil, err
 		}
-		return &out, nil
-	}
-	res, err := cs.session.CreateMessage(ctx, params)
-	if err != nil {
-		return nil, err
-	}
-	return sampleResult(res.Role, []sdk.Content{res.Content}, res.Model, res.StopReason)
+		return sampleResult(res.Role, []sdk.Content{res.Content}, res.Model, res.StopReason)
+	})
 }
 
 // Elicit implements plugin.Client.
@@ -102,18 +96,27 @@ func (cs *callState) Elicit(ctx context.Context, req *plugin.ElicitRequest) (*pl
 		return nil, err
 	}
 	params := &sdk.ElicitParams{Mode: "form", Message: req.Message, RequestedSchema: req.RequestedSchema}
-	if !cs.legacy {
-		var out plugin.ElicitResult
-		if err := cs.replay(inputElicit, params, &out); err != nil {
+	return roundTrip(ctx, cs, inputElicit, params, func(ctx context.Context) (*plugin.ElicitResult, error) {
+		res, err := cs.session.Elicit(ctx, params)
+		if err != nil {
 			return nil, err
 		}
-		return &out, nil
+		return elicitResult(res)
+	})
+}
+
+// roundTrip puts a tool's request to the client: in the middle of the call
+// (send) under protocols before 2026-07-28, else from the answers of
+// earlier rounds or by ending the round (replay).
+func roundTrip[R any](ctx context.Context, cs *callState, kind string, params sdk.InputRequest, send func(context.Context) (*R, error)) (*R, error) {
+	if cs.legacy {
+		return send(ctx)
 	}
-	res, err := cs.session.Elicit(ctx, params)
-	if err != nil {
+	out := new(R)
+	if err := cs.replay(kind, params, out); err != nil {
 		return nil, err
 	}
-	return elicitResult(res)
+	return out, nil
 }
 
 // replay answers a multi round-trip request from the answers of earlier
@@ -212,18 +215,11 @@ func sampleResult(role sdk.Role, content []sdk.Content, model, stop string) (*pl
 	if len(content) != 1 {
 		return nil, fmt.Errorf("the client answered with %d content items; a tool takes one", len(content))
 	}
-	r := &plugin.SampleResult{Role: string(role), Model: model, StopReason: stop}
-	switch c := content[0].(type) {
-	case *sdk.TextContent:
-		r.Content = plugin.Text(c.Text)
-	case *sdk.ImageContent:
-		r.Content = plugin.Content{Type: "image", Data: c.Data, MIMEType: c.MIMEType}
-	case *sdk.AudioContent:
-		r.Content = plugin.Content{Type: "audio", Data: c.Data, MIMEType: c.MIMEType}
-	default:
-		return nil, fmt.Errorf("the client answered with %T content; a tool takes text, image or audio", content[0])
+	c, err := samplingContent(content[0])
+	if err != nil {
+		return nil, fmt.Errorf("the client answered with %w", err)
 	}
-	return r, nil
+	return &plugin.SampleResult{Role: string(role), Content: c, Model: model, StopReason: stop}, nil
 }
 
 func elicitResult(res *sdk.ElicitResult) (*plugin.ElicitResult, error) {

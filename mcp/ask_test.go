@@ -260,3 +260,161 @@ func TestToolWaitsForClient(t *testing.T) {
 		}
 	})
 }
+
+// samplingTool serves, under 2026-07-28, one tool "s" granted
+// client.sampling that runs f with its run number (from 1); answering
+// answers each sampling request with a text naming the request's own text.
+func samplingTool(t *testing.T, f func(ctx context.Context, run int32, c plugin.Client) (string, error), answer func(prompt string) string) (cs *sdk.ClientSession, runs *atomic.Int32, asked func() []string) {
+	t.Helper()
+	runs = new(atomic.Int32)
+	h, err := plugin.NewHost(plugin.Options{Grants: plugin.Capabilities{Sampling: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	err = h.Register(plugin.Spec{Name: "s", Tier: plugin.TierReadOnly, Capabilities: plugin.Capabilities{Sampling: true}, Limits: plugin.Limits{Timeout: 10 * time.Second}},
+		plugin.Func(plugin.Descriptor{InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *plugin.Request) (*plugin.Result, error) {
+			text, err := f(ctx, runs.Add(1), req.Client)
+			if err != nil {
+				return nil, err
+			}
+			return &plugin.Result{Content: []plugin.Content{plugin.Text(text)}}, nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var prompts []string
+	cs = stdioSession(t, newServer(t, h), clientOptions{protocol: mrtrProtocol, sample: func(_ context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+		text, _ := req.Params.Messages[0].Content.(*sdk.TextContent)
+		mu.Lock()
+		prompts = append(prompts, text.Text)
+		mu.Unlock()
+		return &sdk.CreateMessageResult{Role: "assistant", Content: &sdk.TextContent{Text: answer(text.Text)}, Model: "m"}, nil
+	}})
+	return cs, runs, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), prompts...)
+	}
+}
+
+func sample(ctx context.Context, c plugin.Client, prompt string) (string, error) {
+	res, err := c.Sample(ctx, &plugin.SampleRequest{Messages: []plugin.SamplingMessage{{Role: "user", Content: plugin.Text(prompt)}}, MaxTokens: 10})
+	if err != nil {
+		return "", err
+	}
+	return res.Content.Text, nil
+}
+
+// TestToolAsksAnew: under 2026-07-28 a tool that asks something else in
+// the next run than it asked before is not given the earlier answer: the
+// client is asked the new request, and the tool gets its answer.
+func TestToolAsksAnew(t *testing.T) {
+	cs, runs, asked := samplingTool(t, func(ctx context.Context, run int32, c plugin.Client) (string, error) {
+		prompt := "first"
+		if run > 1 {
+			prompt = "second"
+		}
+		return sample(ctx, c, prompt)
+	}, func(prompt string) string { return "answer to " + prompt })
+	res := call(t, cs, "s", map[string]any{})
+	if text := callText(t, res); res.IsError || text != "answer to second" {
+		t.Errorf("s = %q (isError %v), want the answer to the request of the last run", text, res.IsError)
+	}
+	if got := asked(); fmt.Sprint(got) != "[first second]" {
+		t.Errorf("the client was asked %q, want [first second]", got)
+	}
+	if runs.Load() != 3 {
+		t.Errorf("the tool ran %d times, want 3", runs.Load())
+	}
+}
+
+// TestToolAnswersCapped: the answers a multi round-trip call carries from
+// round to round are capped at 1 MiB: two answers of 700 KB each end the
+// call with an error saying so, each under the cap on one answer.
+func TestToolAnswersCapped(t *testing.T) {
+	big := strings.Repeat("x", 700<<10)
+	cs, _, asked := samplingTool(t, func(ctx context.Context, _ int32, c plugin.Client) (string, error) {
+		a, err := sample(ctx, c, "one")
+		if err != nil {
+			return "", err
+		}
+		b, err := sample(ctx, c, "two")
+		return fmt.Sprint(len(a) + len(b)), err
+	}, func(string) string { return big })
+	res := call(t, cs, "s", map[string]any{})
+	if text := callText(t, res); !res.IsError || !strings.Contains(text, "over the 1MiB a call carries between rounds") {
+		t.Errorf("answers over 1 MiB: %.200q (isError %v)", text, res.IsError)
+	}
+	if got := asked(); fmt.Sprint(got) != "[one two]" {
+		t.Errorf("the client was asked %q, want [one two]", got)
+	}
+}
+
+// TestToolIgnoresUnaskedAnswer: under 2026-07-28 an answer to a request the
+// call never put to the client (no request state says it did) does not
+// reach the tool: the tool's request goes to the client as if none came.
+func TestToolIgnoresUnaskedAnswer(t *testing.T) {
+	var runs atomic.Int32
+	var samples atomic.Int32
+	cs := stdioSession(t, newServer(t, askHost(t, &runs)), clientOptions{protocol: mrtrProtocol, sample: func(context.Context, *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+		samples.Add(1)
+		return &sdk.CreateMessageResult{Role: "assistant", Content: &sdk.TextContent{Text: "4"}, Model: "m"}, nil
+	}})
+	forged := sdk.InputResponseMap{"toolhost_sample": &sdk.CreateMessageResult{Role: "assistant", Content: &sdk.TextContent{Text: "forged"}, Model: "f"}}
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "asker", Arguments: map[string]any{"mode": "sample"}, InputResponses: forged})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := callText(t, res); res.IsError || text != `LLM said "4" (m, )` {
+		t.Errorf("asker with an answer to nothing asked = %q (isError %v)", text, res.IsError)
+	}
+	if samples.Load() != 1 {
+		t.Errorf("the client was asked %d times, want once", samples.Load())
+	}
+}
+
+// TestToolCancelledWhileAsking: under 2025-11-25 a call the client cancels
+// while the tool waits for the client's answer stops waiting: the client's
+// handler is cancelled too, and the session serves the next call.
+func TestToolCancelledWhileAsking(t *testing.T) {
+	var runs atomic.Int32
+	var block atomic.Bool
+	block.Store(true)
+	waiting := make(chan struct{}, 1)
+	handlerDone := make(chan struct{}, 1)
+	cs := stdioSession(t, newServer(t, askHost(t, &runs)), clientOptions{protocol: legacyProtocol, sample: func(ctx context.Context, _ *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+		if block.Load() {
+			waiting <- struct{}{}
+			<-ctx.Done()
+			handlerDone <- struct{}{}
+			return nil, ctx.Err()
+		}
+		return &sdk.CreateMessageResult{Role: "assistant", Content: &sdk.TextContent{Text: "4"}, Model: "m"}, nil
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "asker", Arguments: map[string]any{"mode": "sample"}})
+		errc <- err
+	}()
+	select {
+	case <-waiting:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client was not asked")
+	}
+	cancel()
+	if err := <-errc; err == nil {
+		t.Error("a cancelled call returned no error")
+	}
+	select {
+	case <-handlerDone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client's handler was not cancelled with the call (the server did not stop waiting for it)")
+	}
+	block.Store(false)
+	if res := call(t, cs, "asker", map[string]any{"mode": "sample"}); res.IsError || callText(t, res) != `LLM said "4" (m, )` {
+		t.Errorf("the next call: %q", callText(t, res))
+	}
+}

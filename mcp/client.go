@@ -792,20 +792,23 @@ func (t *remoteTool) attempt(ctx context.Context, req *plugin.Request) (*plugin.
 	track.mu.Lock()
 	exceeded, delivered := track.exceeded, track.delivered
 	track.mu.Unlock()
-	switch {
-	case exceeded:
+	// A failed call's shared session is suspect and dropped; a session of
+	// its own is closed with the call anyway.
+	dropShared := func() {
 		if own == nil {
 			r.dropSession(cs)
 		}
+	}
+	switch {
+	case exceeded:
+		dropShared()
 		return nil, plugin.LimitError("http_response", "MCP server %q sent a response over %s", r.srv.Name, plugin.FormatSize(r.a.opts.MaxResponseBytes)), false
 	case ctx.Err() != nil:
 		return nil, ctx.Err(), false
 	case r.needsLogin(err):
 		// The token was refused mid-session (revoked, or a step-up) and
 		// nobody can log in: the request never reached the tool.
-		if own == nil {
-			r.dropSession(cs)
-		}
+		dropShared()
 		return nil, &plugin.Error{Code: plugin.CodeToolUnavailable, Message: (&oauth.LoginRequiredError{Server: r.srv.Name}).Error(), Err: oauth.ErrLoginRequired}, false
 	}
 	if cause, ok := own.cause(err); ok {
@@ -822,9 +825,7 @@ func (t *remoteTool) attempt(ctx context.Context, req *plugin.Request) (*plugin.
 		return nil, plugin.Errorf(code, "MCP server %q: %s", r.srv.Name, werr.Message), false
 	}
 	// A transport failure: the session is suspect.
-	if own == nil {
-		r.dropSession(cs)
-	}
+	dropShared()
 	if !delivered && notDelivered(err) || req.Spec != nil && req.Spec.Tier == plugin.TierReadOnly {
 		return nil, plugin.Errorf(plugin.CodeToolUnavailable, "MCP server %q: %v", r.srv.Name, err), true
 	}

@@ -355,6 +355,13 @@ func goServer(t testing.TB, s *sdk.Server, wrap func(http.Handler) http.Handler)
 	if wrap != nil {
 		h = wrap(h)
 	}
+	return serveHTTP(t, h)
+}
+
+// serveHTTP serves h on a random 127.0.0.1 port until the test ends and
+// returns its /mcp URL.
+func serveHTTP(t testing.TB, h http.Handler) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -538,14 +545,7 @@ func hostileManifest(t testing.TB) string {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": result})
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: h}
-	go hs.Serve(ln)
-	t.Cleanup(func() { hs.Close() })
-	return "http://" + ln.Addr().String() + "/mcp"
+	return serveHTTP(t, h)
 }
 
 func TestClientManifestIngress(t *testing.T) {

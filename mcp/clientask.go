@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -67,12 +68,15 @@ type asker struct {
 	call context.Context
 
 	mu sync.Mutex
-	// refused maps each refusal sent to the server to its cause: under
+	// refused maps each refusal sent to the server to its cause: the call
+	// reports a refusal that fails it as the pipeline's error it was
+	// (CAPABILITY_DENIED, LIMIT_EXCEEDED, ...), not the server's. Under
 	// protocol 2026-07-28 the SDK's client answers input requests itself
-	// and fails the call with the refusal, which the call reports as the
-	// pipeline's error it was (CAPABILITY_DENIED, ...), not the server's.
-	// The SDK may wrap or copy the error on the way: a refusal is known
-	// by its code and message, which carry the cause's text.
+	// and fails the call with the refusal, which it may wrap or copy;
+	// before, the server gets it and fails the call with an error of the
+	// same code whose message holds the refusal's (the Go SDK's: "...:
+	// calling \"elicitation/create\": <refusal>"). So a refusal is known
+	// by its code and a message that holds its own.
 	refused map[refusalKey]error
 }
 
@@ -108,8 +112,15 @@ func (a *asker) cause(err error) (error, bool) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	c, ok := a.refused[refusalKey{we.Code, we.Message}]
-	return c, ok
+	if c, ok := a.refused[refusalKey{we.Code, we.Message}]; ok {
+		return c, true
+	}
+	for k, c := range a.refused {
+		if k.code == we.Code && strings.Contains(we.Message, k.msg) {
+			return c, true
+		}
+	}
+	return nil, false
 }
 
 // bind returns ctx ended also when the call ends.
@@ -184,8 +195,9 @@ func (a *asker) sample(ctx context.Context, req *sdk.CreateMessageRequest) (*sdk
 	return &sdk.CreateMessageResult{Role: sdk.Role(res.Role), Content: toContent(res.Content), Model: res.Model, StopReason: res.StopReason}, nil
 }
 
-// samplingContent is one message's content for the caller's client: text,
-// image or audio.
+// samplingContent is the content of one sampling message, a server's for
+// the caller's client or a client's answer for a tool: text, image or
+// audio.
 func samplingContent(c sdk.Content) (plugin.Content, error) {
 	switch c := c.(type) {
 	case *sdk.TextContent:

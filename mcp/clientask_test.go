@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -55,19 +54,21 @@ func askingServer(t *testing.T, stateless bool) string {
 			Messages:     []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: "What is 2+2?"}}},
 		}}}, nil
 	})
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, &sdk.StreamableHTTPOptions{Stateless: stateless})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: h}
-	go hs.Serve(ln)
-	t.Cleanup(func() { hs.Close() })
-	return "http://" + ln.Addr().String() + "/mcp"
+	s.AddTool(&sdk.Tool{Name: "twice", InputSchema: schema}, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		if len(req.Params.InputResponses) > 0 {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf("%d answers", len(req.Params.InputResponses))}}}, nil
+		}
+		form := func(q string) *sdk.ElicitParams {
+			return &sdk.ElicitParams{Mode: "form", Message: q, RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)}
+		}
+		return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{"a": form("Who are you?"), "b": form("Who else?")}}, nil
+	})
+	return serveHTTP(t, sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, &sdk.StreamableHTTPOptions{Stateless: stateless}))
 }
 
-// askingHost loads the server's tools into a host, granted caps.
-func askingHost(t *testing.T, url string, caps plugin.Capabilities) *plugin.Host {
+// askingHost loads the server's tools into a host, granted caps, with
+// limits (a 10s timeout unless they say otherwise).
+func askingHost(t *testing.T, url string, caps plugin.Capabilities, limits plugin.Limits) *plugin.Host {
 	t.Helper()
 	a := mcp.NewAdapter(mcp.AdapterOptions{})
 	h, err := plugin.NewHost(plugin.Options{Adapters: []plugin.Adapter{a}, Grants: plugin.Capabilities{Sampling: true, Elicitation: true}})
@@ -76,9 +77,12 @@ func askingHost(t *testing.T, url string, caps plugin.Capabilities) *plugin.Host
 	}
 	t.Cleanup(func() { h.Close() })
 	srv := &plugin.MCPServer{Name: "asking", URL: url}
-	for _, tool := range []string{"form", "sample"} {
+	if limits.Timeout == 0 {
+		limits.Timeout = 10 * time.Second
+	}
+	for _, tool := range []string{"form", "sample", "twice"} {
 		spec := plugin.Spec{Name: "asking/" + tool, Tier: plugin.TierSideEffecting, Capabilities: caps,
-			Source: plugin.Source{Kind: mcp.Kind, Tool: tool, Server: srv}, Limits: plugin.Limits{Timeout: 10 * time.Second}}
+			Source: plugin.Source{Kind: mcp.Kind, Tool: tool, Server: srv}, Limits: limits}
 		if err := h.Load(context.Background(), spec); err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +134,7 @@ func TestClientCarriesServerRequests(t *testing.T) {
 		t.Run(era.name, func(t *testing.T) {
 			t.Parallel()
 			url := askingServer(t, era.stateless)
-			granted := askingHost(t, url, plugin.Capabilities{Sampling: true, Elicitation: true})
+			granted := askingHost(t, url, plugin.Capabilities{Sampling: true, Elicitation: true}, plugin.Limits{})
 			call := func(h *plugin.Host, tool, who string, client plugin.Client) (*plugin.Result, error) {
 				return h.Invoke(context.Background(), plugin.Call{Name: "asking/" + tool, Arguments: json.RawMessage(fmt.Sprintf(`{"who":%q}`, who)), Client: client})
 			}
@@ -178,7 +182,7 @@ func TestClientCarriesServerRequests(t *testing.T) {
 			})
 
 			t.Run("not granted", func(t *testing.T) {
-				h := askingHost(t, url, plugin.Capabilities{})
+				h := askingHost(t, url, plugin.Capabilities{}, plugin.Limits{})
 				c := &askedClient{}
 				start := time.Now()
 				res, err := call(h, "form", "Grace", c)
@@ -208,12 +212,32 @@ func TestClientCarriesServerRequests(t *testing.T) {
 				if !strings.Contains(msg, "no client to ask") {
 					t.Errorf("refusal: %s", msg)
 				}
-				if era.stateless && !errors.Is(err, plugin.ErrNoClient) {
-					// Under input requests the refusal is the host's own.
+				if !errors.Is(err, plugin.ErrNoClient) || plugin.CodeOf(err) != plugin.CodeCapabilityDenied {
+					// The refusal is the host's own, whether the SDK's
+					// client reports it (input requests) or the server
+					// fails the call with it (requests in the call).
 					t.Errorf("refusal %v, want CAPABILITY_DENIED (ErrNoClient)", err)
 				}
 				if d := time.Since(start); d > 5*time.Second {
 					t.Errorf("the refusal took %s", d)
+				}
+			})
+
+			t.Run("counted against client_requests", func(t *testing.T) {
+				c := &askedClient{}
+				res, err := call(granted, "twice", "", c)
+				if err != nil || res.TextContent() != "2 answers" {
+					t.Fatalf("two forms within client_requests: %v %v", res, err)
+				}
+				h := askingHost(t, url, plugin.Capabilities{Sampling: true, Elicitation: true}, plugin.Limits{ClientRequests: 1})
+				c = &askedClient{}
+				_, err = call(h, "twice", "", c)
+				var pe *plugin.Error
+				if !errors.As(err, &pe) || pe.Code != plugin.CodeLimitExceeded || pe.Limit != "client_requests" {
+					t.Errorf("two forms with client_requests = 1: %v, want LIMIT_EXCEEDED (client_requests)", err)
+				}
+				if len(c.forms) != 1 {
+					t.Errorf("%d forms reached the client, want 1", len(c.forms))
 				}
 			})
 

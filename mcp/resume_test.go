@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -40,14 +39,7 @@ type cuttingServer struct {
 func newCuttingServer(t *testing.T, retry time.Duration, forget bool) *cuttingServer {
 	t.Helper()
 	s := &cuttingServer{retry: retry, forget: forget}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: s}
-	go hs.Serve(ln)
-	t.Cleanup(func() { hs.Close() })
-	s.url = "http://" + ln.Addr().String() + "/mcp"
+	s.url = serveHTTP(t, s)
 	return s
 }
 

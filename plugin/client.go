@@ -358,12 +358,13 @@ func (c *callClient) Elicit(ctx context.Context, req *ElicitRequest) (*ElicitRes
 	if err != nil {
 		return nil, err
 	}
-	if err := checkElicitResult(res, schema); err != nil {
+	form, err := checkElicitResult(res, schema)
+	if err != nil {
 		return nil, Errorf(CodeToolExecutionFailed, "the client's elicitation answer: %v", err)
 	}
 	r := ElicitResult{Action: res.Action}
 	if res.Action == ElicitAccept {
-		r.Content = c.secrets.redactJSON(res.Content)
+		r.Content = c.secrets.redactJSON(form)
 	}
 	return &r, nil
 }
@@ -490,33 +491,37 @@ func checkElicit(req *ElicitRequest) (*Schema, error) {
 	return s, nil
 }
 
-func checkElicitResult(res *ElicitResult, schema *Schema) error {
+// checkElicitResult checks the client's answer against the form's schema
+// and returns the form it holds ({} for an accepted form without content);
+// res is the client's and is not changed.
+func checkElicitResult(res *ElicitResult, schema *Schema) (json.RawMessage, error) {
 	if res == nil {
-		return errors.New("no answer")
+		return nil, errors.New("no answer")
 	}
 	switch res.Action {
 	case ElicitDecline, ElicitCancel:
-		return nil
+		return nil, nil
 	case ElicitAccept:
 	default:
-		return fmt.Errorf("action %q; want accept, decline or cancel", res.Action)
+		return nil, fmt.Errorf("action %q; want accept, decline or cancel", res.Action)
 	}
-	if len(res.Content) == 0 {
-		res.Content = json.RawMessage("{}")
+	form := res.Content
+	if len(form) == 0 {
+		form = json.RawMessage("{}")
 	}
-	if len(res.Content) > MaxClientMessage {
-		return fmt.Errorf("the form is %s, over %s", FormatSize(int64(len(res.Content))), FormatSize(MaxClientMessage))
+	if len(form) > MaxClientMessage {
+		return nil, fmt.Errorf("the form is %s, over %s", FormatSize(int64(len(form))), FormatSize(MaxClientMessage))
 	}
-	if !json.Valid(res.Content) {
-		return errors.New("the form is not valid JSON")
+	if !json.Valid(form) {
+		return nil, errors.New("the form is not valid JSON")
 	}
-	if err := checkNumbers(res.Content); err != nil {
-		return err
+	if err := checkNumbers(form); err != nil {
+		return nil, err
 	}
-	if err := schema.ValidateJSON(res.Content); err != nil {
-		return fmt.Errorf("the form does not match the requested schema: %v", err)
+	if err := schema.ValidateJSON(form); err != nil {
+		return nil, fmt.Errorf("the form does not match the requested schema: %v", err)
 	}
-	return nil
+	return form, nil
 }
 
 var _ Client = (*callClient)(nil)

@@ -501,3 +501,69 @@ func TestClientAnswer(t *testing.T) {
 		})
 	}
 }
+
+// TestClientLeavesAnswerAlone: the pipeline does not write into what the
+// caller's client returns (a client may hand every call the same answer):
+// an accepted form without content reaches the tool as {} while the
+// client's answer stays as it was.
+func TestClientLeavesAnswerAlone(t *testing.T) {
+	h := newHost(t, plugin.Options{Grants: clientCaps})
+	mustRegister(t, h, plugin.Spec{Name: "elicitor", Tier: plugin.TierReadOnly, Capabilities: clientCaps},
+		fn(`{"type":"object"}`, func(ctx context.Context, req *plugin.Request) (*plugin.Result, error) {
+			e, err := req.Client.Elicit(ctx, &plugin.ElicitRequest{Message: "Anything?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{"note":{"type":"string"}}}`)})
+			if err != nil {
+				return nil, err
+			}
+			return textResult(e.Action + " " + string(e.Content)), nil
+		}))
+	shared := &plugin.ElicitResult{Action: plugin.ElicitAccept}
+	c := call("elicitor", `{}`)
+	c.Client = &peer{elicit: func(context.Context, *plugin.ElicitRequest) (*plugin.ElicitResult, error) { return shared, nil }}
+	res, err := invoke(t, h, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.TextContent(); got != "accept {}" {
+		t.Errorf("the tool got %q, want the empty form as {}", got)
+	}
+	if shared.Content != nil {
+		t.Errorf("the client's answer was changed: its content is now %s", shared.Content)
+	}
+}
+
+// TestClientRequestEndsWithCall: a request the tool made with a context of
+// its own (context.Background in a goroutine) still ends when the call
+// returns: the client's context is cancelled and the tool's request fails.
+func TestClientRequestEndsWithCall(t *testing.T) {
+	h := newHost(t, plugin.Options{Grants: clientCaps})
+	asking := make(chan struct{})
+	asked := make(chan error, 1)
+	mustRegister(t, h, plugin.Spec{Name: "leaves", Tier: plugin.TierReadOnly, Capabilities: clientCaps},
+		fn(`{"type":"object"}`, func(ctx context.Context, req *plugin.Request) (*plugin.Result, error) {
+			go func() {
+				_, err := req.Client.Sample(context.Background(), question("still there?"))
+				asked <- err
+			}()
+			<-asking
+			return textResult("gone"), nil
+		}))
+	cancelled := make(chan struct{})
+	c := call("leaves", `{}`)
+	c.Client = &peer{sample: func(ctx context.Context, _ *plugin.SampleRequest) (*plugin.SampleResult, error) {
+		close(asking)
+		<-ctx.Done()
+		close(cancelled)
+		return nil, ctx.Err()
+	}}
+	if _, err := invoke(t, h, c); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(3 * time.Second):
+		t.Fatal("the client's request outlived the call")
+	}
+	if err := <-asked; plugin.CodeOf(err) != plugin.CodeToolExecutionFailed || !strings.Contains(err.Error(), "cancelled") {
+		t.Errorf("the tool's request after its call returned: %v, want TOOL_EXECUTION_FAILED (cancelled)", err)
+	}
+}

@@ -75,9 +75,14 @@ var conformanceArguments = map[string]string{
 // accepts it as shown. It returns the exit status.
 func conformanceClient(ctx context.Context, dir, url, scenario string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "scenario %q, server %s\n", scenario, url)
+	auth, err := conformanceOAuth(dir, scenario, os.Getenv("MCP_CONFORMANCE_CONTEXT"))
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
 	// First pass: what does the server offer? The block must list a tool;
 	// a name no server offers lists nothing the suite could see.
-	offer, code := conformanceHost(ctx, dir, url, []string{"-"}, stdout, stderr, func(h *toolhost.Host) int { return 0 })
+	offer, code := conformanceHost(ctx, dir, url, auth, []string{"-"}, stdout, stderr, func(h *toolhost.Host) int { return 0 })
 	if code != 0 {
 		return code
 	}
@@ -85,7 +90,7 @@ func conformanceClient(ctx context.Context, dir, url, scenario string, stdout, s
 		return 0
 	}
 	// Second pass: expose what it offers and call every tool.
-	_, code = conformanceHost(ctx, dir, url, offer, stdout, stderr, func(h *toolhost.Host) int {
+	_, code = conformanceHost(ctx, dir, url, auth, offer, stdout, stderr, func(h *toolhost.Host) int {
 		status := 0
 		for _, tool := range offer {
 			args := conformanceArguments[tool]
@@ -110,19 +115,15 @@ func conformanceClient(ctx context.Context, dir, url, scenario string, stdout, s
 }
 
 // conformanceHost writes a configuration whose mcp_server "suite" points
-// at url and exposes tools, opens it as the CLI does, runs f, and returns
-// the tools the server offers (those toolhost accepts) and f's status.
-func conformanceHost(ctx context.Context, dir, url string, tools []string, stdout, stderr io.Writer, f func(*toolhost.Host) int) ([]string, int) {
+// at url with the scenario's auth and exposes tools, opens it as the CLI
+// does, runs f, and returns the tools the server offers (those toolhost
+// accepts) and f's status.
+func conformanceHost(ctx context.Context, dir, url string, auth conformanceAuth, tools []string, stdout, stderr io.Writer, f func(*toolhost.Host) int) ([]string, int) {
 	quoted := make([]string, len(tools))
 	for i, t := range tools {
 		quoted[i] = strconv.Quote(t)
 	}
 	cfg := filepath.Join(dir, "client.hcl")
-	oauthBlock, secrets, granted, err := conformanceOAuth(dir, os.Getenv("MCP_CONFORMANCE_SCENARIO"), os.Getenv("MCP_CONFORMANCE_CONTEXT"))
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return nil, 1
-	}
 	hcl := fmt.Sprintf(`host {
   cache_dir = %q
   log_level = "warn"
@@ -138,13 +139,13 @@ mcp_server "suite" {
   timeout      = "10s"
   capabilities = ["client.sampling", "client.elicitation"]
 %s}
-%s`, filepath.Join(dir, "cache"), granted, url, strings.Join(quoted, ", "), oauthBlock, secrets)
+%s`, filepath.Join(dir, "cache"), auth.granted, url, strings.Join(quoted, ", "), auth.block, auth.secrets)
 	if err := os.WriteFile(cfg, []byte(hcl), 0o644); err != nil {
 		fmt.Fprintln(stderr, err)
 		return nil, 1
 	}
 	a := &app{stdin: strings.NewReader(""), stdout: stdout, stderr: stderr}
-	if oauthBlock != "" {
+	if auth.block != "" {
 		// The user of the host application: sent to log in, their
 		// browser follows the suite's login page back to the host.
 		a.inlineLogin = oauthtest.Browser
@@ -181,14 +182,20 @@ mcp_server "suite" {
 // auth/basic-cimd scenario expects a client to use as its ID.
 const conformanceCIMD = "https://conformance-test.local/client-metadata.json"
 
+// conformanceAuth is what the configuration says of an auth/ scenario's
+// server: the oauth block of its mcp_server, the secret blocks the oauth
+// block names, and the grants line for them.
+type conformanceAuth struct{ block, secrets, granted string }
+
 // conformanceOAuth returns, for an auth/ scenario, the oauth block the
 // operator would write for the suite's server, and the secret blocks it
 // names, and the grants line for them: from the scenario's context (client_id, client_secret,
 // private_key_pem, signing_algorithm), the secrets written to files in dir.
 // Other scenarios get no oauth block.
-func conformanceOAuth(dir, scenario, contextJSON string) (block, secrets, granted string, err error) {
+func conformanceOAuth(dir, scenario, contextJSON string) (conformanceAuth, error) {
+	var none conformanceAuth
 	if !strings.HasPrefix(scenario, "auth/") {
-		return "", "", "", nil
+		return none, nil
 	}
 	var c struct {
 		ClientID         string `json:"client_id"`
@@ -198,7 +205,7 @@ func conformanceOAuth(dir, scenario, contextJSON string) (block, secrets, grante
 	}
 	if contextJSON != "" {
 		if err := json.Unmarshal([]byte(contextJSON), &c); err != nil {
-			return "", "", "", fmt.Errorf("MCP_CONFORMANCE_CONTEXT: %w", err)
+			return none, fmt.Errorf("MCP_CONFORMANCE_CONTEXT: %w", err)
 		}
 	}
 	var b, sec strings.Builder
@@ -223,13 +230,13 @@ func conformanceOAuth(dir, scenario, contextJSON string) (block, secrets, grante
 	}
 	if c.ClientSecret != "" {
 		if err := secret("client_secret", c.ClientSecret); err != nil {
-			return "", "", "", err
+			return none, err
 		}
 		b.WriteString("    client_secret = \"client_secret\"\n")
 	}
 	if c.PrivateKeyPEM != "" {
 		if err := secret("private_key", c.PrivateKeyPEM); err != nil {
-			return "", "", "", err
+			return none, err
 		}
 		b.WriteString("    private_key = \"private_key\"\n")
 		if c.SigningAlgorithm != "" {
@@ -237,10 +244,11 @@ func conformanceOAuth(dir, scenario, contextJSON string) (block, secrets, grante
 		}
 	}
 	b.WriteString("  }\n")
+	auth := conformanceAuth{block: b.String(), secrets: sec.String()}
 	if len(names) > 0 {
-		granted = fmt.Sprintf("  secrets      = [%s]\n", strings.Join(names, ", "))
+		auth.granted = fmt.Sprintf("  secrets      = [%s]\n", strings.Join(names, ", "))
 	}
-	return b.String(), sec.String(), granted, nil
+	return auth, nil
 }
 
 // acceptingUser is the user of the host application: shown a form, it

@@ -78,3 +78,31 @@ func TestCallToolInput(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecode feeds arbitrary call_tool output, a guest's to choose:
+// Decode must not panic, and where the common shape's shortcut takes the
+// output it must give the general decoder's answer.
+func FuzzDecode(f *testing.F) {
+	const ref = "{\"content\":[{\"type\":\"text\",\"textRef\":[0,"
+	for _, seed := range []string{
+		ref + "3]}]}\nabc", ref + "0]}]}\n", ref + "4]}]}\na\xffbc", ref + "2]}]}\nabc", ref + "03]}]}\nabc",
+		ref + "3]}],\"isError\":true}\nabc", "{\"content\":[{\"type\":\"text\",\"textRef\":[-1,2]}]}\nabc",
+		`{"content":[{"type":"text","text":"hi"}],"isError":true,"code":"FILE_NOT_FOUND"}`,
+		`{"content":[{"type":"image","data":"aGk=","mimeType":"image/png"}],"structuredContent":{"a":1}}`,
+		`{"content":[]}`, `{}`, ``, "\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, out []byte) {
+		head, tail := Split(out)
+		res, err := Decode(head, tail)
+		if (res == nil) == (err == nil) {
+			t.Fatalf("Decode(%q) = %+v, %v: want a result or an error", out, res, err)
+		}
+		if fast := decodeRawText(head, tail); fast != nil {
+			if slow, err := decodeCallToolJSON(head, tail); err != nil || !reflect.DeepEqual(fast, slow) {
+				t.Fatalf("%q: shortcut %+v, general %+v, %v", out, fast, slow, err)
+			}
+		}
+	})
+}

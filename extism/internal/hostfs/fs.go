@@ -236,28 +236,24 @@ func (r *FS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileMode)
 
 // Lstat implements experimentalsys.FS.
 func (r *FS) Lstat(path string) (sys.Stat_t, experimentalsys.Errno) {
-	p := rootPath(path)
-	if sub, name, ok := r.subdir(p); ok {
-		if fi, err := sub.Lstat(name); err == nil {
-			return sys.NewStat_t(fi), 0
-		}
-	}
-	fi, err := r.root.Lstat(p)
-	if err != nil {
-		return sys.Stat_t{}, errno(err)
-	}
-	return sys.NewStat_t(fi), 0
+	return r.stat(path, (*os.Root).Lstat)
 }
 
 // Stat implements experimentalsys.FS.
 func (r *FS) Stat(path string) (sys.Stat_t, experimentalsys.Errno) {
+	return r.stat(path, (*os.Root).Stat)
+}
+
+// stat runs stat (os.Root's Stat or Lstat) in the open subdirectory of
+// path when there is one, else from the mount's root.
+func (r *FS) stat(path string, stat func(*os.Root, string) (fs.FileInfo, error)) (sys.Stat_t, experimentalsys.Errno) {
 	p := rootPath(path)
 	if sub, name, ok := r.subdir(p); ok {
-		if fi, err := sub.Stat(name); err == nil {
+		if fi, err := stat(sub, name); err == nil {
 			return sys.NewStat_t(fi), 0
 		}
 	}
-	fi, err := r.root.Stat(p)
+	fi, err := stat(r.root, p)
 	if err != nil {
 		return sys.Stat_t{}, errno(err)
 	}

@@ -287,8 +287,16 @@ func askClient(in clientArgs) (map[string]any, error) {
 			}
 		}
 		out["asked"] = in.N
-	case "bad_offset":
-		off := rawSample(0xfffffff0)
+	case "bad_offset", "truncated":
+		// A request at an offset that is no block, or one whose JSON
+		// ends early: the answer is an error, read as the guest library
+		// would.
+		var off uint64 = 0xfffffff0
+		if in.Mode == "truncated" {
+			m := pdk.AllocateString(`{"messages":[{"role":"user","content":{"type":"text","text":"hi`)
+			off = m.Offset()
+		}
+		off = rawSample(off)
 		if off == 0 {
 			return nil, fmt.Errorf("no answer")
 		}
