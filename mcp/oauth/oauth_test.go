@@ -15,6 +15,7 @@ import (
 	"errors"
 	"math/big"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -177,36 +178,45 @@ func TestFetchCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	redirect := "http://127.0.0.1:" + strconv.Itoa(port) + "/cb"
-	back := func(query string) Browser {
+	// back returns to the redirect URL with each query in turn, as
+	// browsers (or pages) hitting the loopback port would.
+	back := func(queries ...string) Browser {
 		return func(ctx context.Context, _ string) error {
 			go func() {
-				resp, err := http.Get(redirect + "?" + query)
-				if err == nil {
-					resp.Body.Close()
+				for _, q := range queries {
+					resp, err := http.Get(redirect + "?" + q)
+					if err == nil {
+						resp.Body.Close()
+					}
 				}
 			}()
 			return nil
 		}
 	}
 	for _, tc := range []struct {
-		name, query, wantErr string
-		browser              Browser
+		name, wantErr string
+		queries       []string
+		browser       Browser
 	}{
-		{"code", "code=abc&state=xyz", "", nil},
-		{"refused", "error=access_denied&error_description=no", "refused the login: access_denied no", nil},
-		{"nobody", "", "timed out", func(context.Context, string) error { return nil }},
-		{"browser fails", "", "sending the user to log in", func(context.Context, string) error { return errors.New("no display") }},
+		{"code", "", []string{"code=abc&state=xyz"}, nil},
+		{"refused", "refused the login: access_denied no", []string{"error=access_denied&error_description=no&state=xyz"}, nil},
+		// A return with another state (a stale tab, a hostile page) is
+		// not this login's: it neither ends the wait nor is taken.
+		{"wrong state first", "", []string{"code=evil&state=other", "error=access_denied&state=other", "code=evil", "code=abc&state=xyz"}, nil},
+		{"only wrong states", "timed out", []string{"code=evil&state=other", "state=xyz"}, nil},
+		{"nobody", "timed out", nil, func(context.Context, string) error { return nil }},
+		{"browser fails", "sending the user to log in", nil, func(context.Context, string) error { return errors.New("no display") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := tc.browser
 			if b == nil {
-				b = back(tc.query)
+				b = back(tc.queries...)
 			}
 			h, err := New(Config{Server: "s", URL: "http://127.0.0.1:1/mcp", RedirectURL: redirect, Browser: b, LoginTimeout: 300 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := h.fetchCode(context.Background(), &auth.AuthorizationArgs{URL: "http://as.example/authorize"})
+			res, err := h.fetchCode(context.Background(), &auth.AuthorizationArgs{URL: "http://as.example/authorize?client_id=c&state=xyz"})
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
@@ -218,4 +228,41 @@ func TestFetchCode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The browser's return is untrusted input (any page can send a browser to
+// the loopback port): whatever its query, a code is taken only with this
+// login's state, and a return is this login's only with that state.
+func FuzzCallback(f *testing.F) {
+	for _, seed := range []struct{ query, state string }{
+		{"code=abc&state=xyz", "xyz"},
+		{"error=access_denied&error_description=no&state=xyz", "xyz"},
+		{"code=abc&state=other", "xyz"},
+		{"code=&state=", ""},
+		{"state=xyz&state=abc&code=1", "abc"},
+		{"code=%zz&state=xyz", "xyz"},
+		{"iss=https%3A%2F%2Fas.example&code=c&state=s", "s"},
+		{";;&&==", ""},
+	} {
+		f.Add(seed.query, seed.state)
+	}
+	f.Fuzz(func(t *testing.T, raw, state string) {
+		q, _ := url.ParseQuery(raw) // as r.URL.Query() does: what parses is kept
+		a, ok := readCallback(q, state)
+		if !ok {
+			if a.res != nil || a.err != nil {
+				t.Fatalf("refused return with an answer: %+v", a)
+			}
+			return
+		}
+		if q.Get("state") != state {
+			t.Fatalf("took a return with state %q, want %q", q.Get("state"), state)
+		}
+		if (a.res == nil) == (a.err == nil) {
+			t.Fatalf("want exactly one of a code and an error: %+v", a)
+		}
+		if a.res != nil && (a.res.Code == "" || a.res.Code != q.Get("code") || a.res.State != state) {
+			t.Fatalf("result %+v from %q", a.res, raw)
+		}
+	})
 }
