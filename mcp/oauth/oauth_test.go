@@ -132,6 +132,12 @@ func TestClientAssertion(t *testing.T) {
 		{ed, "", "EdDSA", ""},
 		{ec, "RS256", "", "signs ES256, not RS256"},
 		{rs, "ES256", "", "RSA key cannot sign ES256"},
+		// Configured by a library user, unchecked by the config package:
+		// refused, not a panic.
+		{rs, "R", "", "RSA key cannot sign R"},
+		{rs, "RS", "", "unsupported signing algorithm"},
+		{rs, "PS2560", "", "unsupported signing algorithm"},
+		{rs, "RSA-OAEP", "", "unsupported signing algorithm"},
 	} {
 		s, err := newSigner(pemOf(t, tc.key), tc.alg)
 		if tc.wantFail != "" {
