@@ -89,7 +89,9 @@ type Config struct {
 	RedirectURL string
 	// Store keeps the tokens; nil keeps them in memory only.
 	Store *Store
-	// HTTPClient makes discovery, registration and token requests.
+	// HTTPClient makes discovery, registration and token requests; nil:
+	// one with a 30s timeout that never redirects a token or registration
+	// request, and a discovery request only to public addresses.
 	HTTPClient *http.Client
 	// Browser sends a person to log in; nil: nobody can, and a server
 	// that needs a login fails with *LoginRequiredError. A login runs only
@@ -146,7 +148,7 @@ func New(cfg Config) (*Handler, error) {
 		return nil, fmt.Errorf("oauth: unknown grant %q", cfg.Grant)
 	}
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = http.DefaultClient
+		cfg.HTTPClient = newHTTPClient()
 	}
 	if cfg.LoginTimeout <= 0 {
 		cfg.LoginTimeout = 5 * time.Minute

@@ -13,14 +13,17 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"io"
 	"math/big"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -271,4 +274,81 @@ func FuzzCallback(f *testing.F) {
 			t.Fatalf("result %+v from %q", a.res, raw)
 		}
 	})
+}
+
+// A hostile authorization server redirects a token request (a 307 resends
+// the client's secret; a 302 turns it into a GET) to a service inside the
+// network, or its discovery to a loopback address. No redirect is
+// followed there: the service sees no request, and a token comes only
+// from the server's own token endpoint.
+func TestRedirectsRefused(t *testing.T) {
+	var hits atomic.Int32
+	internal := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"access_token":"stolen","token_type":"Bearer"}`))
+	}))
+	defer internal.Close()
+	redirect := func(code int) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, internal.URL+"/inside", code) }
+	}
+	token := func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"access_token":"issued","token_type":"Bearer","expires_in":3600}`))
+	}
+	for _, tc := range []struct {
+		name    string
+		routes  map[string]http.HandlerFunc
+		wantErr string // "": the token is the server's own
+	}{
+		{"token 307", map[string]http.HandlerFunc{"POST /token": redirect(http.StatusTemporaryRedirect)}, "redirect refused"},
+		{"token 308", map[string]http.HandlerFunc{"POST /token": redirect(http.StatusPermanentRedirect)}, "redirect refused"},
+		{"token 302", map[string]http.HandlerFunc{"POST /token": redirect(http.StatusFound)}, "redirect refused"},
+		// Resource metadata that cannot be had falls back to the server's
+		// origin (2025-03-26); authorization server metadata that cannot
+		// be had fails the grant.
+		{"resource metadata to loopback", map[string]http.HandlerFunc{
+			"GET /.well-known/oauth-protected-resource/mcp": redirect(http.StatusFound),
+			"GET /.well-known/oauth-protected-resource":     redirect(http.StatusFound),
+			"POST /token": token,
+		}, ""},
+		{"server metadata to loopback", map[string]http.HandlerFunc{
+			"GET /.well-known/oauth-authorization-server": redirect(http.StatusFound),
+			"POST /token": token,
+		}, "redirect"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hits.Store(0)
+			mux := http.NewServeMux()
+			for pattern, h := range tc.routes {
+				mux.HandleFunc(pattern, h)
+			}
+			as := httptest.NewServer(mux)
+			defer as.Close()
+			h, err := New(Config{Server: "s", URL: as.URL + "/mcp", Grant: GrantClientCredentials, ClientID: "svc",
+				ClientSecret: func(context.Context) (string, error) { return "client-secret", nil }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := httptest.NewRequest(http.MethodPost, as.URL+"/mcp", nil)
+			resp := &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(""))}
+			err = h.Authorize(context.Background(), req, resp)
+			if n := hits.Load(); n != 0 {
+				t.Errorf("the service inside the network got %d requests", n)
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Authorize: %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts, _ := h.TokenSource(context.Background())
+			if tok, err := ts.Token(); err != nil || tok.AccessToken != "issued" {
+				t.Fatalf("token %v, %v; want the server's own", tok, err)
+			}
+		})
+	}
 }
