@@ -20,9 +20,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -116,9 +118,10 @@ type Handler struct {
 	code       *auth.AuthorizationCodeHandler
 	redirect   string
 	needsLogin bool
-	authorized bool     // a flow obtained a token
-	granted    []string // client credentials: scopes granted so far
-	forced     string   // the access token a forced refresh gave
+	seen       fs.FileInfo // the token file as last read; nil: none read
+	authorized bool        // a flow obtained a token
+	granted    []string    // client credentials: scopes granted so far
+	forced     string      // the access token a forced refresh gave
 	// flowMu serializes Authorize: one login (or token request) at a
 	// time. It is taken before mu, never while holding it.
 	flowMu sync.Mutex
@@ -192,6 +195,14 @@ func (h *Handler) useStoredLocked(skip *Record) bool {
 	if h.cfg.Store == nil {
 		return false
 	}
+	// The transport asks for a token at every request; until one is
+	// usable, the file is read again only when it has changed (a login
+	// elsewhere replaces it), and a bad one is reported once.
+	fi, _ := os.Stat(h.cfg.Store.Path(h.cfg.URL))
+	if fi != nil && h.seen != nil && os.SameFile(fi, h.seen) && fi.ModTime().Equal(h.seen.ModTime()) && fi.Size() == h.seen.Size() {
+		return false
+	}
+	h.seen = fi
 	rec, err := h.cfg.Store.Load(h.cfg.URL)
 	if err != nil {
 		h.log.Warn("cannot read the stored OAuth token", "error", err)

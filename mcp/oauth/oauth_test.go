@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
@@ -350,5 +351,44 @@ func TestRedirectsRefused(t *testing.T) {
 				t.Fatalf("token %v, %v; want the server's own", tok, err)
 			}
 		})
+	}
+}
+
+// Until a usable token is stored, the transport asks for one at every
+// request: a corrupt token file is reported once, not at each, and a file
+// replaced meanwhile (a login elsewhere) is taken up at the next request.
+func TestStoredTokenReadWhenChanged(t *testing.T) {
+	store := NewStore(t.TempDir())
+	url := "https://mcp.example/mcp"
+	if err := os.MkdirAll(store.Dir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(store.Path(url), []byte(`{"server_url": "https://mcp.exa`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	h, err := New(Config{Server: "s", URL: url, Store: store,
+		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if ts, err := h.TokenSource(context.Background()); ts != nil || err != nil {
+			t.Fatalf("TokenSource over a corrupt file = %v, %v", ts, err)
+		}
+	}
+	if n := strings.Count(logs.String(), "cannot read the stored OAuth token"); n != 1 {
+		t.Errorf("the corrupt file was reported %d times over 5 requests, want once:\n%s", n, logs.String())
+	}
+	if err := store.Save(&Record{ServerURL: url, Grant: GrantAuthorizationCode, TokenURL: "https://as.example/token",
+		ClientID: "c", AccessToken: "at-new", RefreshToken: "rt", Expiry: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := h.TokenSource(context.Background())
+	if err != nil || ts == nil {
+		t.Fatalf("after a login elsewhere: %v, %v", ts, err)
+	}
+	if tok, err := ts.Token(); err != nil || tok.AccessToken != "at-new" {
+		t.Fatalf("token %v, %v; want the one stored meanwhile", tok, err)
 	}
 }
