@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -391,4 +392,50 @@ func TestStoredTokenReadWhenChanged(t *testing.T) {
 	if tok, err := ts.Token(); err != nil || tok.AccessToken != "at-new" {
 		t.Fatalf("token %v, %v; want the one stored meanwhile", tok, err)
 	}
+}
+
+// The token file is read back from a directory anyone with the user's
+// rights can write: whatever it holds, Load returns this server's record
+// or nothing (an error for a file that is not a record), and a record it
+// returns is saved and read back unchanged.
+func FuzzStoreLoad(f *testing.F) {
+	const server = "https://mcp.example/mcp"
+	for _, seed := range []string{
+		`{"server_url":"https://mcp.example/mcp","grant":"authorization_code","token_url":"https://as.example/token","client_id":"c","access_token":"at","refresh_token":"rt","expiry":"2030-01-02T03:04:05Z","obtained":"2026-01-01T00:00:00Z","scopes":["a","b"]}`,
+		`{"server_url":"https://other.example/mcp","access_token":"at"}`,
+		`{"server_url":"https://mcp.example/mcp","expiry":"9999-12-31T23:59:59+14:00"}`,
+		`{"server_url":"https://mcp.example/mcp","auth_style":-1,"scopes":null}`,
+		`{"server_url":"https://mcp.example/mcp"`,
+		`null`, `[]`, ``, "\xff\xfe",
+	} {
+		f.Add([]byte(seed))
+	}
+	store := NewStore(f.TempDir())
+	if err := os.MkdirAll(store.Dir(), 0o700); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, file []byte) {
+		if err := os.WriteFile(store.Path(server), file, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := store.Load(server)
+		if err != nil || rec == nil {
+			return
+		}
+		if rec.ServerURL != server {
+			t.Fatalf("took the record of %q", rec.ServerURL)
+		}
+		rec.Expired(time.Now())
+		if err := store.Save(rec); err != nil {
+			return // a time JSON cannot carry (a year past 9999 after a zone shift)
+		}
+		back, err := store.Load(server)
+		if err != nil || back == nil {
+			t.Fatalf("saved record read back as %v, %v", back, err)
+		}
+		if back.AccessToken != rec.AccessToken || back.RefreshToken != rec.RefreshToken || back.ClientSecret != rec.ClientSecret ||
+			back.TokenURL != rec.TokenURL || !back.Expiry.Equal(rec.Expiry) || !slices.Equal(back.Scopes, rec.Scopes) {
+			t.Fatalf("read back %+v, saved %+v", back, rec)
+		}
+	})
 }
