@@ -181,6 +181,14 @@ func serverStatus(cfg *config.Config, name string) (toolhost.MCPAuthStatus, erro
 
 // describeAuth is a server's state in words.
 func describeAuth(st toolhost.MCPAuthStatus) string {
+	s := describeState(st)
+	if st.StoreError != nil {
+		s += fmt.Sprintf(" (its token file is unreadable, and ignored: %v)", st.StoreError)
+	}
+	return s
+}
+
+func describeState(st toolhost.MCPAuthStatus) string {
 	var s string
 	switch st.State {
 	case toolhost.AuthNone:
