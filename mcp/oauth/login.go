@@ -40,6 +40,10 @@ func (h *Handler) fetchCode(ctx context.Context, args *auth.AuthorizationArgs) (
 	if err != nil {
 		return nil, fmt.Errorf("listening for the login's redirect on %s: %w", redirect.Host, err)
 	}
+	// Closed here too: srv.Close closes only a listener Serve has begun
+	// on, and a login that ends at once (cancelled) may return before the
+	// goroutine does, leaving the port bound for the next login.
+	defer ln.Close()
 	got := make(chan callback, 1)
 	mux := http.NewServeMux()
 	mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {

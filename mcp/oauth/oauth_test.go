@@ -15,6 +15,7 @@ import (
 	"errors"
 	"io"
 	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -239,6 +240,27 @@ func TestFetchCode(t *testing.T) {
 			}
 		})
 	}
+	// The person gives up (Ctrl-C, the caller's deadline): the wait ends
+	// with the context's error, and the loopback port is free again.
+	t.Run("cancelled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		giveUp := func(context.Context, string) error { cancel(); return nil }
+		h, err := New(Config{Server: "s", URL: "http://127.0.0.1:1/mcp", RedirectURL: redirect, Browser: giveUp, LoginTimeout: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		_, err = h.fetchCode(ctx, &auth.AuthorizationArgs{URL: "http://as.example/authorize?state=xyz"})
+		if !errors.Is(err, context.Canceled) || time.Since(start) > 10*time.Second {
+			t.Fatalf("err = %v after %v, want context.Canceled at once", err, time.Since(start))
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			t.Fatalf("the login's listener outlived it: %v", err)
+		}
+		ln.Close()
+	})
 }
 
 // The browser's return is untrusted input (any page can send a browser to
@@ -439,3 +461,4 @@ func FuzzStoreLoad(f *testing.F) {
 		}
 	})
 }
+
