@@ -462,3 +462,104 @@ func FuzzStoreLoad(f *testing.F) {
 	})
 }
 
+// A hostile token endpoint: an endless answer is read to the oauth2
+// package's 1 MiB cap and no further, a malformed or empty one is a
+// failed grant, and none leaves a token behind.
+func TestHostileTokenResponses(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		answer  func(w http.ResponseWriter)
+		wantErr string
+	}{
+		{"endless", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"access_token":"`))
+			chunk := []byte(strings.Repeat("a", 64<<10))
+			for range 1024 { // 64 MiB, unless the client stops reading
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+		}, "cannot parse json"},
+		{"malformed", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"access_token":`))
+		}, "cannot parse json"},
+		{"no access token", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"token_type":"Bearer","expires_in":3600}`))
+		}, "access_token"},
+		{"not JSON", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "text/html")
+			w.Write([]byte(`<html>hello</html>`))
+		}, "cannot parse json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			as := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method != http.MethodPost || r.URL.Path != "/token" {
+					http.NotFound(w, r)
+					return
+				}
+				tc.answer(w)
+			}))
+			defer as.Close()
+			read := &countingTransport{base: http.DefaultTransport}
+			h, err := New(Config{Server: "s", URL: as.URL + "/mcp", Grant: GrantClientCredentials, ClientID: "svc",
+				ClientSecret: func(context.Context) (string, error) { return "client-secret", nil },
+				HTTPClient:   &http.Client{Transport: read, CheckRedirect: checkRedirect}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := httptest.NewRequest(http.MethodPost, as.URL+"/mcp", nil)
+			resp := &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(""))}
+			err = h.Authorize(context.Background(), req, resp)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Authorize: %v, want %q", err, tc.wantErr)
+			}
+			if ts, _ := h.TokenSource(context.Background()); ts != nil || h.Authorized() {
+				t.Error("a failed grant left a token source")
+			}
+			if n := read.most(); n > 1<<20+64<<10 {
+				t.Errorf("the client read %d KiB of one answer, want at most the 1 MiB cap", n>>10)
+			}
+		})
+	}
+}
+
+// countingTransport records the most bytes its client read of one
+// response (the oauth2 package's auto-detected client authentication
+// asks twice when the first answer fails).
+type countingTransport struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	max  int64
+}
+
+func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.base.RoundTrip(req)
+	if err == nil {
+		resp.Body = &countingBody{ReadCloser: resp.Body, t: c}
+	}
+	return resp, err
+}
+
+func (c *countingTransport) most() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.max
+}
+
+type countingBody struct {
+	io.ReadCloser
+	t *countingTransport
+	n int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n += int64(n)
+	b.t.mu.Lock()
+	b.t.max = max(b.t.max, b.n)
+	b.t.mu.Unlock()
+	return n, err
+}
