@@ -208,6 +208,12 @@ func (h *Handler) useStoredLocked(skip *Record) bool {
 		h.log.Warn("cannot read the stored OAuth token", "error", err)
 		return false
 	}
+	if fi != nil && rec != nil && fi.Mode().Perm()&0o077 != 0 {
+		// Used all the same (refusing would stop an unattended host), but
+		// said: whoever could read it may hold the token too.
+		h.log.Warn("the stored OAuth token is readable by other users; chmod 600 it, or log in again to replace it",
+			"path", h.cfg.Store.Path(h.cfg.URL), "mode", fi.Mode().Perm().String())
+	}
 	switch {
 	case rec == nil || rec.Grant != h.cfg.Grant:
 		return false

@@ -416,6 +416,41 @@ func TestStoredTokenReadWhenChanged(t *testing.T) {
 	}
 }
 
+// A token file others can read (copied with the umask's 0644) is used,
+// and said once: whoever could read it may hold the token too.
+func TestStoredTokenReadableByOthers(t *testing.T) {
+	store := NewStore(t.TempDir())
+	url := "https://mcp.example/mcp"
+	if err := store.Save(&Record{ServerURL: url, Grant: GrantAuthorizationCode, TokenURL: "https://as.example/token",
+		ClientID: "c", AccessToken: "at-1", RefreshToken: "rt", Expiry: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(store.Path(url), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	h, err := New(Config{Server: "s", URL: url, Store: store,
+		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		ts, err := h.TokenSource(context.Background())
+		if err != nil || ts == nil {
+			t.Fatalf("TokenSource = %v, %v", ts, err)
+		}
+		if tok, err := ts.Token(); err != nil || tok.AccessToken != "at-1" {
+			t.Fatalf("token %v, %v", tok, err)
+		}
+	}
+	if n := strings.Count(logs.String(), "readable by other users"); n != 1 {
+		t.Errorf("warned %d times, want once:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "-rw-r--r--") {
+		t.Errorf("the warning does not give the mode:\n%s", logs.String())
+	}
+}
+
 // The token file is read back from a directory anyone with the user's
 // rights can write: whatever it holds, Load returns this server's record
 // or nothing (an error for a file that is not a record), and a record it
