@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os/exec"
 	"runtime"
@@ -37,12 +36,10 @@ func (a *app) authCommand() *cobra.Command {
 // authConfig loads the configuration without loading any tool.
 func (a *app) authConfig() (*config.Config, error) {
 	cfg, err := toolhost.LoadConfig(a.g.config)
-	var ce *toolhost.ConfigError
-	if errors.As(err, &ce) {
-		ce.Write(a.stderr, 100, a.color())
-		return nil, &exitError{exitUsage}
+	if err != nil {
+		return nil, a.configFailed(err)
 	}
-	return cfg, err
+	return cfg, nil
 }
 
 func (a *app) authLogin() *cobra.Command {
