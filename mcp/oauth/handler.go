@@ -120,7 +120,6 @@ type Handler struct {
 	needsLogin bool
 	seen       fs.FileInfo // the token file as last read; nil: none read
 	authorized bool        // a flow obtained a token
-	granted    []string    // client credentials: scopes granted so far
 	forced     string      // the access token a forced refresh gave
 	// flowMu serializes Authorize: one login (or token request) at a
 	// time. It is taken before mu, never while holding it.
@@ -599,13 +598,19 @@ func (h *Handler) authorizeClient(ctx context.Context, req *http.Request, challe
 	if len(scopes) == 0 {
 		scopes = prm.ScopesSupported
 	}
+	// A step-up keeps what the current token was granted, whether this
+	// handler obtained it or read it from the store.
 	h.mu.Lock()
-	for _, s := range h.granted {
+	var granted []string
+	if h.rec != nil {
+		granted = h.rec.Scopes
+	}
+	h.mu.Unlock()
+	for _, s := range granted {
 		if !slices.Contains(scopes, s) {
 			scopes = append(slices.Clone(scopes), s)
 		}
 	}
-	h.mu.Unlock()
 	style := oauth2.AuthStyleAutoDetect
 	switch m := asm.TokenEndpointAuthMethodsSupported; {
 	case slices.Contains(m, "client_secret_basic"):
@@ -633,7 +638,7 @@ func (h *Handler) authorizeClient(ctx context.Context, req *http.Request, challe
 	h.saved(rec)
 	src := &savingSource{h: h, base: oauth2.ReuseTokenSource(tok, cc), rec: rec}
 	h.mu.Lock()
-	h.ts, h.granted, h.authorized, h.needsLogin = src, rec.Scopes, true, false
+	h.ts, h.authorized, h.needsLogin = src, true, false
 	h.mu.Unlock()
 	return nil
 }

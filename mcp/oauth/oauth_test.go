@@ -416,6 +416,52 @@ func TestStoredTokenReadWhenChanged(t *testing.T) {
 	}
 }
 
+// A step-up (403 insufficient_scope) of a client-credentials token asks
+// for the challenge's scopes and keeps those granted before, also when
+// the token was read from the store by a host that started after it was
+// obtained.
+func TestClientCredentialsStepUpKeepsStoredScopes(t *testing.T) {
+	var asked []string
+	var mu sync.Mutex
+	as := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/token" {
+			http.NotFound(w, r)
+			return
+		}
+		r.ParseForm()
+		mu.Lock()
+		asked = append(asked, r.PostForm.Get("scope"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"access_token":"at-2","token_type":"Bearer","expires_in":3600}`))
+	}))
+	defer as.Close()
+	store := NewStore(t.TempDir())
+	url := as.URL + "/mcp"
+	if err := store.Save(&Record{ServerURL: url, Grant: GrantClientCredentials, TokenURL: as.URL + "/token", ClientID: "svc",
+		Scopes: []string{"read"}, AccessToken: "at-1", Expiry: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Config{Server: "s", URL: url, Store: store, Grant: GrantClientCredentials, ClientID: "svc",
+		ClientSecret: func(context.Context) (string, error) { return "client-secret", nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts, _ := h.TokenSource(context.Background()); ts == nil {
+		t.Fatal("the stored token was not used")
+	}
+	req := httptest.NewRequest(http.MethodPost, url, nil)
+	req.Header.Set("Authorization", "Bearer at-1")
+	resp := &http.Response{StatusCode: http.StatusForbidden, Body: io.NopCloser(strings.NewReader("")),
+		Header: http.Header{"Www-Authenticate": {`Bearer error="insufficient_scope", scope="write"`}}}
+	if err := h.Authorize(context.Background(), req, resp); err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 1 || !slices.Equal(strings.Fields(asked[0]), []string{"write", "read"}) {
+		t.Errorf("scopes asked for %q, want \"write read\"", asked)
+	}
+}
+
 // A token file others can read (copied with the umask's 0644) is used,
 // and said once: whoever could read it may hold the token too.
 func TestStoredTokenReadableByOthers(t *testing.T) {
