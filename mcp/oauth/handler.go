@@ -224,6 +224,7 @@ func (h *Handler) useStoredLocked(skip *Record) bool {
 	}
 	h.ts = h.sourceFor(rec)
 	h.setRecordLocked(rec)
+	h.needsLogin = false // a login made elsewhere
 	return true
 }
 
@@ -393,7 +394,6 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 		defer h.mu.Unlock()
 		// Another process may have logged in since (host auth login).
 		if !h.cfg.Fresh && h.useStoredLocked(h.rec) {
-			h.needsLogin = false
 			return nil
 		}
 		h.needsLogin = true

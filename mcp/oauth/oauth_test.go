@@ -462,6 +462,34 @@ func TestClientCredentialsStepUpKeepsStoredScopes(t *testing.T) {
 	}
 }
 
+// An unattended handler refused for want of a login says so
+// (NeedsLogin) until a token is stored elsewhere; once it takes that
+// token, at the next request, it no longer does, so that a later failure
+// of another kind is not reported as a missing login.
+func TestNeedsLoginClearedByStoredToken(t *testing.T) {
+	store := NewStore(t.TempDir())
+	url := "https://mcp.example/mcp"
+	h, err := New(Config{Server: "s", URL: url, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodPost, url, nil)
+	resp := &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(""))}
+	if err := h.Authorize(context.Background(), req, resp); !errors.Is(err, ErrLoginRequired) || !h.NeedsLogin() {
+		t.Fatalf("Authorize = %v, NeedsLogin %v; want the login error", err, h.NeedsLogin())
+	}
+	if err := store.Save(&Record{ServerURL: url, Grant: GrantAuthorizationCode, TokenURL: "https://as.example/token",
+		ClientID: "c", AccessToken: "at-1", RefreshToken: "rt", Expiry: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if ts, _ := h.TokenSource(context.Background()); ts == nil {
+		t.Fatal("the token stored by the login was not taken")
+	}
+	if h.NeedsLogin() {
+		t.Error("NeedsLogin after a stored token was taken")
+	}
+}
+
 // A token file others can read (copied with the umask's 0644) is used,
 // and said once: whoever could read it may hold the token too.
 func TestStoredTokenReadableByOthers(t *testing.T) {
