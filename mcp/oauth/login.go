@@ -35,6 +35,12 @@ func (h *Handler) fetchCode(ctx context.Context, args *auth.AuthorizationArgs) (
 	if err != nil {
 		return nil, fmt.Errorf("authorization URL: %w", err)
 	}
+	if authURL.Scheme != "https" && authURL.Scheme != "http" {
+		// The authorization server names its login page, and the SDK lets
+		// any scheme through for a "localhost" host: no Browser (xdg-open,
+		// an application's) is handed file://localhost/… or an app link.
+		return nil, fmt.Errorf("the authorization server's login page %q is not an http(s) URL", authURL.Redacted())
+	}
 	state := authURL.Query().Get("state")
 	ln, err := net.Listen("tcp", redirect.Host)
 	if err != nil {

@@ -240,6 +240,22 @@ func TestFetchCode(t *testing.T) {
 			}
 		})
 	}
+	// A hostile authorization server's login page of another scheme is
+	// never handed to the Browser (xdg-open would open a local file).
+	for _, page := range []string{"file://localhost/etc/passwd?state=xyz", "smb://localhost/share?state=xyz", "javascript:alert(1)"} {
+		t.Run("scheme "+page[:strings.Index(page, ":")], func(t *testing.T) {
+			sent := false
+			h, err := New(Config{Server: "s", URL: "http://127.0.0.1:1/mcp", RedirectURL: redirect,
+				Browser: func(context.Context, string) error { sent = true; return nil }, LoginTimeout: 300 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = h.fetchCode(context.Background(), &auth.AuthorizationArgs{URL: page})
+			if err == nil || !strings.Contains(err.Error(), "not an http(s) URL") || sent {
+				t.Fatalf("err = %v, browser sent: %v; want the page refused", err, sent)
+			}
+		})
+	}
 	// The person gives up (Ctrl-C, the caller's deadline): the wait ends
 	// with the context's error, and the loopback port is free again.
 	t.Run("cancelled", func(t *testing.T) {
