@@ -44,9 +44,11 @@ var _ plugin.SecretHolder = (*holder)(nil)
 // granted secret keeps its own name when both hold the same value.
 func TestHeldSecretsRedacted(t *testing.T) {
 	const granted = "granted-secret-value"
-	for _, fail := range []bool{false, true} {
-		name := map[bool]string{false: "result", true: "error"}[fail]
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		rotate, fail bool
+	}{{"result", true, false}, {"error", true, true}, {"unchanged", false, false}} {
+		t.Run(tc.name, func(t *testing.T) {
 			h := newHost(t, plugin.Options{
 				Grants:  plugin.Capabilities{Secrets: []string{"KEY"}},
 				Secrets: plugin.SecretFunc(func(context.Context, string) (string, error) { return granted, nil }),
@@ -54,9 +56,12 @@ func TestHeldSecretsRedacted(t *testing.T) {
 			tool := &holder{token: "at-old-123456"}
 			tool.Tool = fn(`{"type":"object"}`, func(_ context.Context, req *plugin.Request) (*plugin.Result, error) {
 				req.Notify.Log("info", "sending at-old-123456")
-				tool.rotate("at-new-654321")
-				text := "old at-old-123456, new at-new-654321, granted " + granted
-				if fail {
+				text := "old at-old-123456, granted " + granted
+				if tc.rotate {
+					tool.rotate("at-new-654321")
+					text += ", new at-new-654321"
+				}
+				if tc.fail {
 					return nil, errors.New(text)
 				}
 				return textResult(text), nil
