@@ -62,10 +62,14 @@ type MCPAuthStatus struct {
 	State  AuthState
 	Expiry time.Time // of the stored token, when it has one
 	Scopes []string  // granted, as stored
+	// StoreError says why the token file could not be read (corrupt,
+	// unreadable); State is then what a host does without it.
+	StoreError error
 }
 
 // AuthStatus reports the OAuth state of every mcp_server of cfg at now,
-// from the token store alone.
+// from the token store alone. A token file that cannot be read is the
+// StoreError of its server's line, not an error of the whole report.
 func AuthStatus(cfg *config.Config, now time.Time) ([]MCPAuthStatus, error) {
 	store := oauth.NewStore(TokenDir(cfg))
 	var out []MCPAuthStatus
@@ -78,7 +82,7 @@ func AuthStatus(cfg *config.Config, now time.Time) ([]MCPAuthStatus, error) {
 		st.Grant = m.OAuth.Grant
 		rec, err := store.Load(m.URL)
 		if err != nil {
-			return nil, err
+			st.StoreError = err // a host warns and goes on without it
 		}
 		if rec != nil && rec.Grant != m.OAuth.Grant {
 			rec = nil // obtained under another grant: not used

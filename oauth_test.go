@@ -110,6 +110,21 @@ func tokenFile(t *testing.T, cache string) (string, oauth.Record) {
 	return files[0], rec
 }
 
+// loggedIn starts an authorization server with opts and a host whose
+// token store is under cache; the host logs in (oauthtest.Browser) and
+// calls remote/ping once.
+func loggedIn(t *testing.T, opts oauthtest.Options) (srv *oauthtest.Server, cache, cfg string, h *toolhost.Host) {
+	t.Helper()
+	srv = oauthtest.Start(t, opts)
+	cache = t.TempDir()
+	cfg = oauthConfig(t, cache, srv.URL, "", "")
+	h = openHost(t, cfg, oauthtest.Browser)
+	if _, err := call(t, h, "remote/ping"); err != nil {
+		t.Fatal(err)
+	}
+	return srv, cache, cfg, h
+}
+
 // A 401 from the server leads, through its metadata, to the authorization
 // server; the client registers itself (DCR) and the application's browser
 // hook logs the user in with PKCE. The token is stored 0600, redacted from
@@ -182,13 +197,7 @@ secret "client_secret" {
 // new one stored; a second host refreshes from the file.
 func TestOAuthRefreshOnExpiry(t *testing.T) {
 	// Under 10s, the oauth2 package takes a token as expired at once.
-	srv := oauthtest.Start(t, oauthtest.Options{TokenTTL: 2 * time.Second})
-	cache := t.TempDir()
-	cfg := oauthConfig(t, cache, srv.URL, "", "")
-	h := openHost(t, cfg, oauthtest.Browser)
-	if _, err := call(t, h, "remote/ping"); err != nil {
-		t.Fatal(err)
-	}
+	srv, cache, cfg, h := loggedIn(t, oauthtest.Options{TokenTTL: 2 * time.Second})
 	_, first := tokenFile(t, cache)
 	if srv.Refreshes.Load() == 0 {
 		t.Fatal("no refresh: the short-lived token should have been refreshed before use")
@@ -321,13 +330,7 @@ secret "cred" {
 // too, leads an unattended host to the login error, not to a failure
 // that names the token.
 func TestOAuthRevokedTokenNeedsLogin(t *testing.T) {
-	srv := oauthtest.Start(t, oauthtest.Options{})
-	cache := t.TempDir()
-	cfg := oauthConfig(t, cache, srv.URL, "", "")
-	h := openHost(t, cfg, oauthtest.Browser)
-	if _, err := call(t, h, "remote/ping"); err != nil {
-		t.Fatal(err)
-	}
+	srv, cache, cfg, h := loggedIn(t, oauthtest.Options{})
 	_, rec := tokenFile(t, cache)
 	h.Close()
 	srv.RevokeAll()
@@ -429,13 +432,7 @@ func TestOAuthLoginDuringCall(t *testing.T) {
 // A server that drops access tokens before their expiry but honors the
 // refresh token: an unattended host refreshes and goes on, no login.
 func TestOAuthRefusedTokenRefreshed(t *testing.T) {
-	srv := oauthtest.Start(t, oauthtest.Options{})
-	cache := t.TempDir()
-	cfg := oauthConfig(t, cache, srv.URL, "", "")
-	h := openHost(t, cfg, oauthtest.Browser)
-	if _, err := call(t, h, "remote/ping"); err != nil {
-		t.Fatal(err)
-	}
+	srv, _, cfg, h := loggedIn(t, oauthtest.Options{})
 	h.Close()
 	h2 := openHost(t, cfg, nil)
 	if _, err := call(t, h2, "remote/ping"); err != nil {

@@ -12,8 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
-	"time"
 
 	"github.com/toolhost/toolhost/mcp/oauth"
 	"github.com/toolhost/toolhost/plugin"
@@ -39,10 +37,9 @@ func (a *Adapter) newAuth(r *remote, browser oauth.Browser, fresh bool) (*oauth.
 		ClientID: o.ClientID, ClientIDMetadataURL: o.ClientIDMetadataURL,
 		ClientSecret: secret(o.ClientSecret), PrivateKey: secret(o.PrivateKey), SigningAlgorithm: o.SigningAlgorithm,
 		Scopes: o.Scopes, RedirectURL: o.RedirectURL,
-		// Discovery, registration and token requests go out without the
-		// server's headers and without following redirects blindly: the
-		// SDK checks what it fetches.
-		HTTPClient:   &http.Client{Timeout: 30 * time.Second},
+		// HTTPClient is left to the handler: discovery, registration and
+		// token requests go out without the server's headers, and are
+		// redirected only where it allows.
 		Browser:      browser,
 		LoginTimeout: a.opts.LoginTimeout,
 		Fresh:        fresh,

@@ -196,7 +196,8 @@ func (h *Host) run(ctx context.Context, call Call, caller *nestedInvoker, parent
 	if err != nil {
 		return nil, err
 	}
-	secrets := resolved.withHeld(e.tool)
+	held := heldBy(e.tool)
+	secrets := resolved.withHeld(held)
 
 	// Deadline, then execute.
 	// The call ends at its own timeout or at the caller's deadline,
@@ -226,8 +227,12 @@ func (h *Host) run(ctx context.Context, call Call, caller *nestedInvoker, parent
 	}
 	res, err := h.execute(ctx, e, req, byCaller)
 	// A credential the tool holds may have changed during the call (a
-	// refreshed token): what it holds now is redacted too.
-	secrets = resolved.withHeld(e.tool)
+	// refreshed token): what it holds now is redacted too. Unchanged, as
+	// nearly always, the call's secrets serve as they are, rather than
+	// being built again (every encoded form, one replacer) at every call.
+	if now := heldBy(e.tool); !maps.Equal(now, held) {
+		secrets = resolved.withHeld(now)
+	}
 	if err != nil {
 		return nil, toolError(call.Name, secrets, int(spec.Limits.Preview), err)
 	}

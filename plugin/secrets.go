@@ -123,14 +123,18 @@ func NewSecrets(values map[string]string) *Secrets {
 	return s
 }
 
-// withHeld returns s with the secrets tool holds of its own
-// (SecretHolder) added, or s itself when it holds none.
-func (s *Secrets) withHeld(tool Tool) *Secrets {
-	sh, ok := tool.(SecretHolder)
-	if !ok {
-		return s
+// heldBy returns the secrets tool holds of its own (SecretHolder); nil
+// for a tool that holds none.
+func heldBy(tool Tool) map[string]string {
+	if sh, ok := tool.(SecretHolder); ok {
+		return sh.HeldSecrets()
 	}
-	held := sh.HeldSecrets()
+	return nil
+}
+
+// withHeld returns s with held added (a granted secret keeps its name),
+// or s itself when held is empty.
+func (s *Secrets) withHeld(held map[string]string) *Secrets {
 	if len(held) == 0 {
 		return s
 	}

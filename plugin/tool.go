@@ -73,9 +73,12 @@ type Availability interface {
 // SecretHolder is implemented by tools that hold credentials the host did
 // not resolve for them (an MCP server's OAuth tokens, which its adapter
 // obtains and refreshes), so that the pipeline redacts them from results,
-// errors and questions as it redacts granted secrets. It is asked before
-// and after every call, since a token may be refreshed during one; the
-// names are what redaction shows ([REDACTED:NAME]).
+// errors and questions as it redacts granted secrets. It is asked when a
+// call starts (for what the tool reports and asks while it runs) and when
+// it returns (for its result or error), and only then: a credential
+// replaced during a call (a refreshed token) must still be among those
+// returned for as long as a call may have used it (oauth.Handler keeps
+// the last four). The names are what redaction shows ([REDACTED:NAME]).
 type SecretHolder interface {
 	HeldSecrets() map[string]string
 }

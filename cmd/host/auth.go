@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os/exec"
 	"runtime"
@@ -37,12 +36,10 @@ func (a *app) authCommand() *cobra.Command {
 // authConfig loads the configuration without loading any tool.
 func (a *app) authConfig() (*config.Config, error) {
 	cfg, err := toolhost.LoadConfig(a.g.config)
-	var ce *toolhost.ConfigError
-	if errors.As(err, &ce) {
-		ce.Write(a.stderr, 100, a.color())
-		return nil, &exitError{exitUsage}
+	if err != nil {
+		return nil, a.configFailed(err)
 	}
-	return cfg, err
+	return cfg, nil
 }
 
 func (a *app) authLogin() *cobra.Command {
@@ -181,6 +178,14 @@ func serverStatus(cfg *config.Config, name string) (toolhost.MCPAuthStatus, erro
 
 // describeAuth is a server's state in words.
 func describeAuth(st toolhost.MCPAuthStatus) string {
+	s := describeState(st)
+	if st.StoreError != nil {
+		s += fmt.Sprintf(" (its token file is unreadable, and ignored: %v)", st.StoreError)
+	}
+	return s
+}
+
+func describeState(st toolhost.MCPAuthStatus) string {
 	var s string
 	switch st.State {
 	case toolhost.AuthNone:

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolhost/toolhost/internal/oauthtest"
+	"github.com/toolhost/toolhost/mcp/oauth"
 )
 
 // authConfig writes a configuration with a static-header server, an OAuth
@@ -155,5 +156,34 @@ func TestCLIAuthLoginTimeout(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(filepath.Dir(cfg), "cache", "oauth", "*.json"))
 	if len(files) != 0 {
 		t.Errorf("a token was stored: %v", files)
+	}
+}
+
+// A corrupt token file (a disk filled mid-write by another tool, an edit
+// by hand) is reported on its server's line; the other servers' states
+// are listed as ever, and the host goes on as if it were not there.
+func TestCLIAuthStatusCorruptTokenFile(t *testing.T) {
+	url := "http://127.0.0.1:1/mcp"
+	cfg := authConfig(t, url)
+	store := oauth.NewStore(filepath.Join(filepath.Dir(cfg), "cache", "oauth"))
+	if err := os.MkdirAll(store.Dir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(store.Path(url), []byte(`{"server_url": "http://127.0.0.1:1/mc`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errb}
+	if code := a.run(context.Background(), []string{"--config=" + cfg, "auth", "status"}); code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, errb.String())
+	}
+	for _, want := range []string{
+		"remote   authorization_code  needs login: run `host auth login remote` (its token file is unreadable, and ignored: token store: ",
+		"service  client_credentials  no token yet, fetched on first use",
+		"plain    -                   none (no oauth block)",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, out.String())
+		}
 	}
 }

@@ -177,19 +177,26 @@ func (a *app) open(ctx context.Context, approver plugin.Approver) (*toolhost.Hos
 	})
 	progress.release()
 	if err != nil {
-		var ce *toolhost.ConfigError
-		if errors.As(err, &ce) {
-			ce.Write(a.stderr, 100, a.color())
-			if _, err := os.Stat(a.g.config); errors.Is(err, fs.ErrNotExist) && a.g.config == defaultConfig {
-				wd, _ := os.Getwd()
-				fmt.Fprintf(a.stderr, "There is no %s in %s: name the configuration with --config FILE,\nor run from the directory that holds it.\n", a.g.config, wd)
-			}
-			return nil, &exitError{exitUsage}
-		}
-		return nil, err
+		return nil, a.configFailed(err)
 	}
 	h.Log.Debug("configuration loaded", "config", a.g.config, "tools", len(h.Tools()))
 	return h, nil
+}
+
+// configFailed prints a configuration error the way Terraform does (with
+// a hint when the default ./config.hcl is missing) and returns the usage
+// exit; any other error is returned as it is.
+func (a *app) configFailed(err error) error {
+	var ce *toolhost.ConfigError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	ce.Write(a.stderr, 100, a.color())
+	if _, err := os.Stat(a.g.config); errors.Is(err, fs.ErrNotExist) && a.g.config == defaultConfig {
+		wd, _ := os.Getwd()
+		fmt.Fprintf(a.stderr, "There is no %s in %s: name the configuration with --config FILE,\nor run from the directory that holds it.\n", a.g.config, wd)
+	}
+	return &exitError{exitUsage}
 }
 
 // peekLogLevel reads log_level from the configuration cheaply so that the

@@ -128,6 +128,11 @@ func TestConfigFlagDefault(t *testing.T) {
 		!strings.Contains(r.stderr, "There is no config.hcl in "+dir+": name the configuration with --config FILE") {
 		t.Errorf("validate with no ./config.hcl: exit %d, stderr %q", r.code, r.stderr)
 	}
+	// The auth commands read the configuration alone, and say the same.
+	r = runCLI(t, "", "auth", "status")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "There is no config.hcl in "+dir+": name the configuration with --config FILE") {
+		t.Errorf("auth status with no ./config.hcl: exit %d, stderr %q", r.code, r.stderr)
+	}
 
 	src := `host {
   log_level = "off"

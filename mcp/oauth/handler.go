@@ -20,9 +20,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -89,7 +91,9 @@ type Config struct {
 	RedirectURL string
 	// Store keeps the tokens; nil keeps them in memory only.
 	Store *Store
-	// HTTPClient makes discovery, registration and token requests.
+	// HTTPClient makes discovery, registration and token requests; nil:
+	// one with a 30s timeout that never redirects a token or registration
+	// request, and a discovery request only to public addresses.
 	HTTPClient *http.Client
 	// Browser sends a person to log in; nil: nobody can, and a server
 	// that needs a login fails with *LoginRequiredError. A login runs only
@@ -114,9 +118,9 @@ type Handler struct {
 	code       *auth.AuthorizationCodeHandler
 	redirect   string
 	needsLogin bool
-	authorized bool     // a flow obtained a token
-	granted    []string // client credentials: scopes granted so far
-	forced     string   // the access token a forced refresh gave
+	seen       fs.FileInfo // the token file as last read; nil: none read
+	authorized bool        // a flow obtained a token
+	forced     string      // the access token a forced refresh gave
 	// flowMu serializes Authorize: one login (or token request) at a
 	// time. It is taken before mu, never while holding it.
 	flowMu sync.Mutex
@@ -146,7 +150,7 @@ func New(cfg Config) (*Handler, error) {
 		return nil, fmt.Errorf("oauth: unknown grant %q", cfg.Grant)
 	}
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = http.DefaultClient
+		cfg.HTTPClient = newHTTPClient()
 	}
 	if cfg.LoginTimeout <= 0 {
 		cfg.LoginTimeout = 5 * time.Minute
@@ -190,10 +194,24 @@ func (h *Handler) useStoredLocked(skip *Record) bool {
 	if h.cfg.Store == nil {
 		return false
 	}
+	// The transport asks for a token at every request; until one is
+	// usable, the file is read again only when it has changed (a login
+	// elsewhere replaces it), and a bad one is reported once.
+	fi, _ := os.Stat(h.cfg.Store.Path(h.cfg.URL))
+	if fi != nil && h.seen != nil && os.SameFile(fi, h.seen) && fi.ModTime().Equal(h.seen.ModTime()) && fi.Size() == h.seen.Size() {
+		return false
+	}
+	h.seen = fi
 	rec, err := h.cfg.Store.Load(h.cfg.URL)
 	if err != nil {
 		h.log.Warn("cannot read the stored OAuth token", "error", err)
 		return false
+	}
+	if fi != nil && rec != nil && fi.Mode().Perm()&0o077 != 0 {
+		// Used all the same (refusing would stop an unattended host), but
+		// said: whoever could read it may hold the token too.
+		h.log.Warn("the stored OAuth token is readable by other users; chmod 600 it, or log in again to replace it",
+			"path", h.cfg.Store.Path(h.cfg.URL), "mode", fi.Mode().Perm().String())
 	}
 	switch {
 	case rec == nil || rec.Grant != h.cfg.Grant:
@@ -206,6 +224,7 @@ func (h *Handler) useStoredLocked(skip *Record) bool {
 	}
 	h.ts = h.sourceFor(rec)
 	h.setRecordLocked(rec)
+	h.needsLogin = false // a login made elsewhere
 	return true
 }
 
@@ -375,7 +394,6 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 		defer h.mu.Unlock()
 		// Another process may have logged in since (host auth login).
 		if !h.cfg.Fresh && h.useStoredLocked(h.rec) {
-			h.needsLogin = false
 			return nil
 		}
 		h.needsLogin = true
@@ -580,13 +598,19 @@ func (h *Handler) authorizeClient(ctx context.Context, req *http.Request, challe
 	if len(scopes) == 0 {
 		scopes = prm.ScopesSupported
 	}
+	// A step-up keeps what the current token was granted, whether this
+	// handler obtained it or read it from the store.
 	h.mu.Lock()
-	for _, s := range h.granted {
+	var granted []string
+	if h.rec != nil {
+		granted = h.rec.Scopes
+	}
+	h.mu.Unlock()
+	for _, s := range granted {
 		if !slices.Contains(scopes, s) {
 			scopes = append(slices.Clone(scopes), s)
 		}
 	}
-	h.mu.Unlock()
 	style := oauth2.AuthStyleAutoDetect
 	switch m := asm.TokenEndpointAuthMethodsSupported; {
 	case slices.Contains(m, "client_secret_basic"):
@@ -614,7 +638,7 @@ func (h *Handler) authorizeClient(ctx context.Context, req *http.Request, challe
 	h.saved(rec)
 	src := &savingSource{h: h, base: oauth2.ReuseTokenSource(tok, cc), rec: rec}
 	h.mu.Lock()
-	h.ts, h.granted, h.authorized, h.needsLogin = src, rec.Scopes, true, false
+	h.ts, h.authorized, h.needsLogin = src, true, false
 	h.mu.Unlock()
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -60,7 +61,7 @@ func newSigner(pemKey, alg string) (*signer, error) {
 		if alg == "" {
 			s.alg = "RS256"
 		}
-		if s.alg[0] != 'R' && s.alg[0] != 'P' {
+		if !strings.HasPrefix(s.alg, "RS") && !strings.HasPrefix(s.alg, "PS") {
 			return nil, fmt.Errorf("private key: an RSA key cannot sign %s", s.alg)
 		}
 	case *ecdsa.PrivateKey:
@@ -93,6 +94,9 @@ func newSigner(pemKey, alg string) (*signer, error) {
 }
 
 func hashOf(alg string) (crypto.Hash, bool) {
+	if len(alg) != 5 { // RS256, PS384, ES512…
+		return 0, false
+	}
 	switch alg[2:] {
 	case "256":
 		return crypto.SHA256, true

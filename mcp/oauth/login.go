@@ -28,27 +28,35 @@ func (h *Handler) fetchCode(ctx context.Context, args *auth.AuthorizationArgs) (
 	if path == "" {
 		path = "/"
 	}
+	// The state this login sent: a return that does not carry it is not
+	// this login's (a stale tab, another page hitting the port) and must
+	// not end the wait with the SDK's "state mismatch".
+	authURL, err := url.Parse(args.URL)
+	if err != nil {
+		return nil, fmt.Errorf("authorization URL: %w", err)
+	}
+	if authURL.Scheme != "https" && authURL.Scheme != "http" {
+		// The authorization server names its login page, and the SDK lets
+		// any scheme through for a "localhost" host: no Browser (xdg-open,
+		// an application's) is handed file://localhost/… or an app link.
+		return nil, fmt.Errorf("the authorization server's login page %q is not an http(s) URL", authURL.Redacted())
+	}
+	state := authURL.Query().Get("state")
 	ln, err := net.Listen("tcp", redirect.Host)
 	if err != nil {
 		return nil, fmt.Errorf("listening for the login's redirect on %s: %w", redirect.Host, err)
 	}
-	type answer struct {
-		res *auth.AuthorizationResult
-		err error
-	}
-	got := make(chan answer, 1)
+	// Closed here too: srv.Close closes only a listener Serve has begun
+	// on, and a login that ends at once (cancelled) may return before the
+	// goroutine does, leaving the port bound for the next login.
+	defer ln.Close()
+	got := make(chan callback, 1)
 	mux := http.NewServeMux()
 	mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		var a answer
-		switch {
-		case q.Get("error") != "":
-			a.err = fmt.Errorf("the authorization server refused the login: %s %s", q.Get("error"), q.Get("error_description"))
-		case q.Get("code") == "":
-			http.Error(w, "no authorization code in this request", http.StatusBadRequest)
+		a, ok := readCallback(r.URL.Query(), state)
+		if !ok {
+			http.Error(w, "not the return of this login (no code, or another state)", http.StatusBadRequest)
 			return
-		default:
-			a.res = &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}
 		}
 		select {
 		case got <- a:
@@ -78,6 +86,30 @@ func (h *Handler) fetchCode(ctx context.Context, args *auth.AuthorizationArgs) (
 	case <-t.C:
 		return nil, fmt.Errorf("waiting for the login to %s: %w: no browser came back to %s within %s", h.cfg.Server, errLoginTimeout, h.RedirectURL(), h.cfg.LoginTimeout)
 	}
+}
+
+// callback is the browser's return: a code, or the authorization
+// server's refusal.
+type callback struct {
+	res *auth.AuthorizationResult
+	err error
+}
+
+// readCallback reads the query of a request to the redirect URL; ok is
+// false when it is not the return of the login that sent state: no code
+// and no error, or another state (RFC 6749, 4.1.2 and 4.1.2.1: both carry
+// the request's state).
+func readCallback(q url.Values, state string) (callback, bool) {
+	if q.Get("state") != state {
+		return callback{}, false
+	}
+	switch {
+	case q.Get("error") != "":
+		return callback{err: fmt.Errorf("the authorization server refused the login: %s %s", q.Get("error"), q.Get("error_description"))}, true
+	case q.Get("code") == "":
+		return callback{}, false
+	}
+	return callback{res: &auth.AuthorizationResult{Code: q.Get("code"), State: state, Iss: q.Get("iss")}}, true
 }
 
 // errLoginTimeout is wrapped when nobody came back from the login page.

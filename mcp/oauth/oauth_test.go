@@ -13,16 +13,23 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"io"
 	"math/big"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
@@ -131,6 +138,12 @@ func TestClientAssertion(t *testing.T) {
 		{ed, "", "EdDSA", ""},
 		{ec, "RS256", "", "signs ES256, not RS256"},
 		{rs, "ES256", "", "RSA key cannot sign ES256"},
+		// Configured by a library user, unchecked by the config package:
+		// refused, not a panic.
+		{rs, "R", "", "RSA key cannot sign R"},
+		{rs, "RS", "", "unsupported signing algorithm"},
+		{rs, "PS2560", "", "unsupported signing algorithm"},
+		{rs, "RSA-OAEP", "", "unsupported signing algorithm"},
 	} {
 		s, err := newSigner(pemOf(t, tc.key), tc.alg)
 		if tc.wantFail != "" {
@@ -177,36 +190,51 @@ func TestFetchCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	redirect := "http://127.0.0.1:" + strconv.Itoa(port) + "/cb"
-	back := func(query string) Browser {
+	// back returns to the redirect URL with each query in turn, as
+	// browsers (or pages) hitting the loopback port would.
+	back := func(queries ...string) Browser {
 		return func(ctx context.Context, _ string) error {
 			go func() {
-				resp, err := http.Get(redirect + "?" + query)
-				if err == nil {
-					resp.Body.Close()
+				for _, q := range queries {
+					resp, err := http.Get(redirect + "?" + q)
+					if err == nil {
+						resp.Body.Close()
+					}
 				}
 			}()
 			return nil
 		}
 	}
 	for _, tc := range []struct {
-		name, query, wantErr string
-		browser              Browser
+		name, wantErr string
+		queries       []string
+		browser       Browser
 	}{
-		{"code", "code=abc&state=xyz", "", nil},
-		{"refused", "error=access_denied&error_description=no", "refused the login: access_denied no", nil},
-		{"nobody", "", "timed out", func(context.Context, string) error { return nil }},
-		{"browser fails", "", "sending the user to log in", func(context.Context, string) error { return errors.New("no display") }},
+		{"code", "", []string{"code=abc&state=xyz"}, nil},
+		{"refused", "refused the login: access_denied no", []string{"error=access_denied&error_description=no&state=xyz"}, nil},
+		// A return with another state (a stale tab, a hostile page) is
+		// not this login's: it neither ends the wait nor is taken.
+		{"wrong state first", "", []string{"code=evil&state=other", "error=access_denied&state=other", "code=evil", "code=abc&state=xyz"}, nil},
+		{"only wrong states", "timed out", []string{"code=evil&state=other", "state=xyz"}, nil},
+		{"nobody", "timed out", nil, func(context.Context, string) error { return nil }},
+		{"browser fails", "sending the user to log in", nil, func(context.Context, string) error { return errors.New("no display") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := tc.browser
 			if b == nil {
-				b = back(tc.query)
+				b = back(tc.queries...)
 			}
-			h, err := New(Config{Server: "s", URL: "http://127.0.0.1:1/mcp", RedirectURL: redirect, Browser: b, LoginTimeout: 300 * time.Millisecond})
+			// Short only where the wait must end by it: a busy machine may
+			// take longer than that to make a return's requests.
+			wait := 30 * time.Second
+			if tc.wantErr == "timed out" {
+				wait = 300 * time.Millisecond
+			}
+			h, err := New(Config{Server: "s", URL: "http://127.0.0.1:1/mcp", RedirectURL: redirect, Browser: b, LoginTimeout: wait})
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := h.fetchCode(context.Background(), &auth.AuthorizationArgs{URL: "http://as.example/authorize"})
+			res, err := h.fetchCode(context.Background(), &auth.AuthorizationArgs{URL: "http://as.example/authorize?client_id=c&state=xyz"})
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
@@ -218,4 +246,451 @@ func TestFetchCode(t *testing.T) {
 			}
 		})
 	}
+	// A hostile authorization server's login page of another scheme is
+	// never handed to the Browser (xdg-open would open a local file).
+	for _, page := range []string{"file://localhost/etc/passwd?state=xyz", "smb://localhost/share?state=xyz", "javascript:alert(1)"} {
+		t.Run("scheme "+page[:strings.Index(page, ":")], func(t *testing.T) {
+			sent := false
+			h, err := New(Config{Server: "s", URL: "http://127.0.0.1:1/mcp", RedirectURL: redirect,
+				Browser: func(context.Context, string) error { sent = true; return nil }, LoginTimeout: 300 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = h.fetchCode(context.Background(), &auth.AuthorizationArgs{URL: page})
+			if err == nil || !strings.Contains(err.Error(), "not an http(s) URL") || sent {
+				t.Fatalf("err = %v, browser sent: %v; want the page refused", err, sent)
+			}
+		})
+	}
+	// The person gives up (Ctrl-C, the caller's deadline): the wait ends
+	// with the context's error, and the loopback port is free again.
+	t.Run("cancelled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		giveUp := func(context.Context, string) error { cancel(); return nil }
+		h, err := New(Config{Server: "s", URL: "http://127.0.0.1:1/mcp", RedirectURL: redirect, Browser: giveUp, LoginTimeout: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		_, err = h.fetchCode(ctx, &auth.AuthorizationArgs{URL: "http://as.example/authorize?state=xyz"})
+		if !errors.Is(err, context.Canceled) || time.Since(start) > 10*time.Second {
+			t.Fatalf("err = %v after %v, want context.Canceled at once", err, time.Since(start))
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			t.Fatalf("the login's listener outlived it: %v", err)
+		}
+		ln.Close()
+	})
+}
+
+// The browser's return is untrusted input (any page can send a browser to
+// the loopback port): whatever its query, a code is taken only with this
+// login's state, and a return is this login's only with that state.
+func FuzzCallback(f *testing.F) {
+	for _, seed := range []struct{ query, state string }{
+		{"code=abc&state=xyz", "xyz"},
+		{"error=access_denied&error_description=no&state=xyz", "xyz"},
+		{"code=abc&state=other", "xyz"},
+		{"code=&state=", ""},
+		{"state=xyz&state=abc&code=1", "abc"},
+		{"code=%zz&state=xyz", "xyz"},
+		{"iss=https%3A%2F%2Fas.example&code=c&state=s", "s"},
+		{";;&&==", ""},
+	} {
+		f.Add(seed.query, seed.state)
+	}
+	f.Fuzz(func(t *testing.T, raw, state string) {
+		q, _ := url.ParseQuery(raw) // as r.URL.Query() does: what parses is kept
+		a, ok := readCallback(q, state)
+		if !ok {
+			if a.res != nil || a.err != nil {
+				t.Fatalf("refused return with an answer: %+v", a)
+			}
+			return
+		}
+		if q.Get("state") != state {
+			t.Fatalf("took a return with state %q, want %q", q.Get("state"), state)
+		}
+		if (a.res == nil) == (a.err == nil) {
+			t.Fatalf("want exactly one of a code and an error: %+v", a)
+		}
+		if a.res != nil && (a.res.Code == "" || a.res.Code != q.Get("code") || a.res.State != state) {
+			t.Fatalf("result %+v from %q", a.res, raw)
+		}
+	})
+}
+
+// A hostile authorization server redirects a token request (a 307 resends
+// the client's secret; a 302 turns it into a GET) to a service inside the
+// network, or its discovery to a loopback address. No redirect is
+// followed there: the service sees no request, and a token comes only
+// from the server's own token endpoint.
+func TestRedirectsRefused(t *testing.T) {
+	var hits atomic.Int32
+	internal := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"access_token":"stolen","token_type":"Bearer"}`))
+	}))
+	defer internal.Close()
+	redirect := func(code int) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, internal.URL+"/inside", code) }
+	}
+	token := func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"access_token":"issued","token_type":"Bearer","expires_in":3600}`))
+	}
+	for _, tc := range []struct {
+		name    string
+		routes  map[string]http.HandlerFunc
+		wantErr string // "": the token is the server's own
+	}{
+		{"token 307", map[string]http.HandlerFunc{"POST /token": redirect(http.StatusTemporaryRedirect)}, "redirect refused"},
+		{"token 308", map[string]http.HandlerFunc{"POST /token": redirect(http.StatusPermanentRedirect)}, "redirect refused"},
+		{"token 302", map[string]http.HandlerFunc{"POST /token": redirect(http.StatusFound)}, "redirect refused"},
+		// Resource metadata that cannot be had falls back to the server's
+		// origin (2025-03-26); authorization server metadata that cannot
+		// be had fails the grant.
+		{"resource metadata to loopback", map[string]http.HandlerFunc{
+			"GET /.well-known/oauth-protected-resource/mcp": redirect(http.StatusFound),
+			"GET /.well-known/oauth-protected-resource":     redirect(http.StatusFound),
+			"POST /token": token,
+		}, ""},
+		{"server metadata to loopback", map[string]http.HandlerFunc{
+			"GET /.well-known/oauth-authorization-server": redirect(http.StatusFound),
+			"POST /token": token,
+		}, "redirect"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hits.Store(0)
+			mux := http.NewServeMux()
+			for pattern, h := range tc.routes {
+				mux.HandleFunc(pattern, h)
+			}
+			as := httptest.NewServer(mux)
+			defer as.Close()
+			h, err := New(Config{Server: "s", URL: as.URL + "/mcp", Grant: GrantClientCredentials, ClientID: "svc",
+				ClientSecret: func(context.Context) (string, error) { return "client-secret", nil }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := httptest.NewRequest(http.MethodPost, as.URL+"/mcp", nil)
+			resp := &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(""))}
+			err = h.Authorize(context.Background(), req, resp)
+			if n := hits.Load(); n != 0 {
+				t.Errorf("the service inside the network got %d requests", n)
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Authorize: %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts, _ := h.TokenSource(context.Background())
+			if tok, err := ts.Token(); err != nil || tok.AccessToken != "issued" {
+				t.Fatalf("token %v, %v; want the server's own", tok, err)
+			}
+		})
+	}
+}
+
+// Until a usable token is stored, the transport asks for one at every
+// request: a corrupt token file is reported once, not at each, and a file
+// replaced meanwhile (a login elsewhere) is taken up at the next request.
+func TestStoredTokenReadWhenChanged(t *testing.T) {
+	store := NewStore(t.TempDir())
+	url := "https://mcp.example/mcp"
+	if err := os.MkdirAll(store.Dir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(store.Path(url), []byte(`{"server_url": "https://mcp.exa`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	h, err := New(Config{Server: "s", URL: url, Store: store,
+		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if ts, err := h.TokenSource(context.Background()); ts != nil || err != nil {
+			t.Fatalf("TokenSource over a corrupt file = %v, %v", ts, err)
+		}
+	}
+	if n := strings.Count(logs.String(), "cannot read the stored OAuth token"); n != 1 {
+		t.Errorf("the corrupt file was reported %d times over 5 requests, want once:\n%s", n, logs.String())
+	}
+	if err := store.Save(&Record{ServerURL: url, Grant: GrantAuthorizationCode, TokenURL: "https://as.example/token",
+		ClientID: "c", AccessToken: "at-new", RefreshToken: "rt", Expiry: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := h.TokenSource(context.Background())
+	if err != nil || ts == nil {
+		t.Fatalf("after a login elsewhere: %v, %v", ts, err)
+	}
+	if tok, err := ts.Token(); err != nil || tok.AccessToken != "at-new" {
+		t.Fatalf("token %v, %v; want the one stored meanwhile", tok, err)
+	}
+}
+
+// A step-up (403 insufficient_scope) of a client-credentials token asks
+// for the challenge's scopes and keeps those granted before, also when
+// the token was read from the store by a host that started after it was
+// obtained.
+func TestClientCredentialsStepUpKeepsStoredScopes(t *testing.T) {
+	var asked []string
+	var mu sync.Mutex
+	as := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/token" {
+			http.NotFound(w, r)
+			return
+		}
+		r.ParseForm()
+		mu.Lock()
+		asked = append(asked, r.PostForm.Get("scope"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"access_token":"at-2","token_type":"Bearer","expires_in":3600}`))
+	}))
+	defer as.Close()
+	store := NewStore(t.TempDir())
+	url := as.URL + "/mcp"
+	if err := store.Save(&Record{ServerURL: url, Grant: GrantClientCredentials, TokenURL: as.URL + "/token", ClientID: "svc",
+		Scopes: []string{"read"}, AccessToken: "at-1", Expiry: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Config{Server: "s", URL: url, Store: store, Grant: GrantClientCredentials, ClientID: "svc",
+		ClientSecret: func(context.Context) (string, error) { return "client-secret", nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts, _ := h.TokenSource(context.Background()); ts == nil {
+		t.Fatal("the stored token was not used")
+	}
+	req := httptest.NewRequest(http.MethodPost, url, nil)
+	req.Header.Set("Authorization", "Bearer at-1")
+	resp := &http.Response{StatusCode: http.StatusForbidden, Body: io.NopCloser(strings.NewReader("")),
+		Header: http.Header{"Www-Authenticate": {`Bearer error="insufficient_scope", scope="write"`}}}
+	if err := h.Authorize(context.Background(), req, resp); err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 1 || !slices.Equal(strings.Fields(asked[0]), []string{"write", "read"}) {
+		t.Errorf("scopes asked for %q, want \"write read\"", asked)
+	}
+}
+
+// An unattended handler refused for want of a login says so
+// (NeedsLogin) until a token is stored elsewhere; once it takes that
+// token, at the next request, it no longer does, so that a later failure
+// of another kind is not reported as a missing login.
+func TestNeedsLoginClearedByStoredToken(t *testing.T) {
+	store := NewStore(t.TempDir())
+	url := "https://mcp.example/mcp"
+	h, err := New(Config{Server: "s", URL: url, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodPost, url, nil)
+	resp := &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(""))}
+	if err := h.Authorize(context.Background(), req, resp); !errors.Is(err, ErrLoginRequired) || !h.NeedsLogin() {
+		t.Fatalf("Authorize = %v, NeedsLogin %v; want the login error", err, h.NeedsLogin())
+	}
+	if err := store.Save(&Record{ServerURL: url, Grant: GrantAuthorizationCode, TokenURL: "https://as.example/token",
+		ClientID: "c", AccessToken: "at-1", RefreshToken: "rt", Expiry: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if ts, _ := h.TokenSource(context.Background()); ts == nil {
+		t.Fatal("the token stored by the login was not taken")
+	}
+	if h.NeedsLogin() {
+		t.Error("NeedsLogin after a stored token was taken")
+	}
+}
+
+// A token file others can read (copied with the umask's 0644) is used,
+// and said once: whoever could read it may hold the token too.
+func TestStoredTokenReadableByOthers(t *testing.T) {
+	store := NewStore(t.TempDir())
+	url := "https://mcp.example/mcp"
+	if err := store.Save(&Record{ServerURL: url, Grant: GrantAuthorizationCode, TokenURL: "https://as.example/token",
+		ClientID: "c", AccessToken: "at-1", RefreshToken: "rt", Expiry: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(store.Path(url), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	h, err := New(Config{Server: "s", URL: url, Store: store,
+		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		ts, err := h.TokenSource(context.Background())
+		if err != nil || ts == nil {
+			t.Fatalf("TokenSource = %v, %v", ts, err)
+		}
+		if tok, err := ts.Token(); err != nil || tok.AccessToken != "at-1" {
+			t.Fatalf("token %v, %v", tok, err)
+		}
+	}
+	if n := strings.Count(logs.String(), "readable by other users"); n != 1 {
+		t.Errorf("warned %d times, want once:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "-rw-r--r--") {
+		t.Errorf("the warning does not give the mode:\n%s", logs.String())
+	}
+}
+
+// The token file is read back from a directory anyone with the user's
+// rights can write: whatever it holds, Load returns this server's record
+// or nothing (an error for a file that is not a record), and a record it
+// returns is saved and read back unchanged.
+func FuzzStoreLoad(f *testing.F) {
+	const server = "https://mcp.example/mcp"
+	for _, seed := range []string{
+		`{"server_url":"https://mcp.example/mcp","grant":"authorization_code","token_url":"https://as.example/token","client_id":"c","access_token":"at","refresh_token":"rt","expiry":"2030-01-02T03:04:05Z","obtained":"2026-01-01T00:00:00Z","scopes":["a","b"]}`,
+		`{"server_url":"https://other.example/mcp","access_token":"at"}`,
+		`{"server_url":"https://mcp.example/mcp","expiry":"9999-12-31T23:59:59+14:00"}`,
+		`{"server_url":"https://mcp.example/mcp","auth_style":-1,"scopes":null}`,
+		`{"server_url":"https://mcp.example/mcp"`,
+		`null`, `[]`, ``, "\xff\xfe",
+	} {
+		f.Add([]byte(seed))
+	}
+	store := NewStore(f.TempDir())
+	if err := os.MkdirAll(store.Dir(), 0o700); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, file []byte) {
+		if err := os.WriteFile(store.Path(server), file, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := store.Load(server)
+		if err != nil || rec == nil {
+			return
+		}
+		if rec.ServerURL != server {
+			t.Fatalf("took the record of %q", rec.ServerURL)
+		}
+		rec.Expired(time.Now())
+		if err := store.Save(rec); err != nil {
+			return // a time JSON cannot carry (a year past 9999 after a zone shift)
+		}
+		back, err := store.Load(server)
+		if err != nil || back == nil {
+			t.Fatalf("saved record read back as %v, %v", back, err)
+		}
+		if back.AccessToken != rec.AccessToken || back.RefreshToken != rec.RefreshToken || back.ClientSecret != rec.ClientSecret ||
+			back.TokenURL != rec.TokenURL || !back.Expiry.Equal(rec.Expiry) || !slices.Equal(back.Scopes, rec.Scopes) {
+			t.Fatalf("read back %+v, saved %+v", back, rec)
+		}
+	})
+}
+
+// A hostile token endpoint: an endless answer is read to the oauth2
+// package's 1 MiB cap and no further, a malformed or empty one is a
+// failed grant, and none leaves a token behind.
+func TestHostileTokenResponses(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		answer  func(w http.ResponseWriter)
+		wantErr string
+	}{
+		{"endless", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"access_token":"`))
+			chunk := []byte(strings.Repeat("a", 64<<10))
+			for range 1024 { // 64 MiB, unless the client stops reading
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+		}, "cannot parse json"},
+		{"malformed", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"access_token":`))
+		}, "cannot parse json"},
+		{"no access token", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"token_type":"Bearer","expires_in":3600}`))
+		}, "access_token"},
+		{"not JSON", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "text/html")
+			w.Write([]byte(`<html>hello</html>`))
+		}, "cannot parse json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			as := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method != http.MethodPost || r.URL.Path != "/token" {
+					http.NotFound(w, r)
+					return
+				}
+				tc.answer(w)
+			}))
+			defer as.Close()
+			read := &countingTransport{base: http.DefaultTransport}
+			h, err := New(Config{Server: "s", URL: as.URL + "/mcp", Grant: GrantClientCredentials, ClientID: "svc",
+				ClientSecret: func(context.Context) (string, error) { return "client-secret", nil },
+				HTTPClient:   &http.Client{Transport: read, CheckRedirect: checkRedirect}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := httptest.NewRequest(http.MethodPost, as.URL+"/mcp", nil)
+			resp := &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(""))}
+			err = h.Authorize(context.Background(), req, resp)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Authorize: %v, want %q", err, tc.wantErr)
+			}
+			if ts, _ := h.TokenSource(context.Background()); ts != nil || h.Authorized() {
+				t.Error("a failed grant left a token source")
+			}
+			if n := read.most(); n > 1<<20+64<<10 {
+				t.Errorf("the client read %d KiB of one answer, want at most the 1 MiB cap", n>>10)
+			}
+		})
+	}
+}
+
+// countingTransport records the most bytes its client read of one
+// response (the oauth2 package's auto-detected client authentication
+// asks twice when the first answer fails).
+type countingTransport struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	max  int64
+}
+
+func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.base.RoundTrip(req)
+	if err == nil {
+		resp.Body = &countingBody{ReadCloser: resp.Body, t: c}
+	}
+	return resp, err
+}
+
+func (c *countingTransport) most() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.max
+}
+
+type countingBody struct {
+	io.ReadCloser
+	t *countingTransport
+	n int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n += int64(n)
+	b.t.mu.Lock()
+	b.t.max = max(b.t.max, b.n)
+	b.t.mu.Unlock()
+	return n, err
 }
