@@ -20,7 +20,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -155,15 +157,15 @@ type Template struct {
 }
 
 // ReadFile reads the file at path, which must lie inside root (after
-// resolving symlinks: it is opened through an os.Root), refusing more than
-// max bytes.
+// resolving symlinks: it is opened through an os.Root) and be a regular
+// file, refusing more than max bytes.
 func ReadFile(root, path string, max int64) ([]byte, error) {
 	r, rel, err := openRoot(root, path)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	f, err := r.Open(rel)
+	f, err := r.OpenFile(rel, readFlags(), 0)
 	if err != nil {
 		return nil, err
 	}
@@ -172,8 +174,13 @@ func ReadFile(root, path string, max int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if fi.IsDir() {
+	switch {
+	case fi.IsDir():
 		return nil, fmt.Errorf("%s is a directory", path)
+	case !fi.Mode().IsRegular():
+		// A FIFO would block the read until someone writes to it, a
+		// device could read without end: neither is a file to serve.
+		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
 	if fi.Size() > max {
 		return nil, fmt.Errorf("%s is %d bytes, over the %d allowed: %w", path, fi.Size(), max, ErrTooLarge)
@@ -187,6 +194,18 @@ func ReadFile(root, path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s is over the %d bytes allowed: %w", path, max, ErrTooLarge)
 	}
 	return data, nil
+}
+
+// readFlags opens a file for reading without blocking: opening a FIFO
+// blocks until someone opens it for writing, so a FIFO put where a
+// declared file was would hang the configuration's loading, or every
+// read of the resource, before the check that refuses it
+// (extism/internal/hostfs opens guests' files the same way).
+func readFlags() int {
+	if runtime.GOOS == "windows" {
+		return os.O_RDONLY
+	}
+	return os.O_RDONLY | syscall.O_NONBLOCK
 }
 
 // openRoot opens root and returns path relative to it, refusing a path
