@@ -22,42 +22,35 @@ import (
 )
 
 func (d *decoder) decodeDeclared(raw *rawFile, cfg *Config) {
-	prompts := map[string]hcl.Range{}
-	for _, p := range raw.Prompts {
-		if prev, dup := prompts[p.Name]; dup {
-			d.errorf(p.DefRange, "Duplicate prompt", "A prompt named %q is already defined at %s.", p.Name, prev)
-			d.decodePrompt(p) // its mistakes are reported too
-			continue
-		}
-		prompts[p.Name] = p.DefRange
-		if dp, ok := d.decodePrompt(p); ok {
-			cfg.Prompts = append(cfg.Prompts, dp)
-		}
-	}
-	uris := map[string]hcl.Range{}
-	for _, r := range raw.Resources {
-		prev, dup := uris[r.URI]
+	cfg.Prompts = decodeUnique(d, raw.Prompts, func(p *rawPrompt) (string, hcl.Range) { return p.Name, p.DefRange },
+		"Duplicate prompt", "A prompt named %q is already defined at %s.", d.decodePrompt)
+	cfg.Resources = decodeUnique(d, raw.Resources, func(r *rawResource) (string, hcl.Range) { return r.URI, r.DefRange },
+		"Duplicate resource", "A resource with URI %q is already defined at %s.", d.decodeResource)
+	cfg.ResourceTemplates = decodeUnique(d, raw.ResourceTemplates, func(t *rawResourceTemplate) (string, hcl.Range) { return t.URITemplate, t.DefRange },
+		"Duplicate resource template", "A resource template %q is already defined at %s.", d.decodeTemplate)
+}
+
+// decodeUnique decodes blocks in order and returns those that decode and
+// whose key no earlier block has. A repeated key is reported at the block
+// (detail takes the key and where it was first defined); the block is
+// still decoded, so that its own mistakes come in the same pass, then
+// dropped.
+func decodeUnique[B, V any](d *decoder, blocks []B, key func(B) (string, hcl.Range), summary, detail string, decode func(B) (V, bool)) []V {
+	var out []V
+	seen := map[string]hcl.Range{}
+	for _, b := range blocks {
+		k, rng := key(b)
+		prev, dup := seen[k]
 		if dup {
-			d.errorf(r.DefRange, "Duplicate resource", "A resource with URI %q is already defined at %s.", r.URI, prev)
+			d.errorf(rng, summary, detail, k, prev)
 		} else {
-			uris[r.URI] = r.DefRange
+			seen[k] = rng
 		}
-		if dr, ok := d.decodeResource(r); ok && !dup {
-			cfg.Resources = append(cfg.Resources, dr)
+		if v, ok := decode(b); ok && !dup {
+			out = append(out, v)
 		}
 	}
-	templates := map[string]hcl.Range{}
-	for _, t := range raw.ResourceTemplates {
-		prev, dup := templates[t.URITemplate]
-		if dup {
-			d.errorf(t.DefRange, "Duplicate resource template", "A resource template %q is already defined at %s.", t.URITemplate, prev)
-		} else {
-			templates[t.URITemplate] = t.DefRange
-		}
-		if dt, ok := d.decodeTemplate(t); ok && !dup {
-			cfg.ResourceTemplates = append(cfg.ResourceTemplates, dt)
-		}
-	}
+	return out
 }
 
 func (d *decoder) decodePrompt(p *rawPrompt) (declared.Prompt, bool) {
