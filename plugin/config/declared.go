@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -145,12 +144,13 @@ func declaredList(names []string) string {
 // configuration's directory, reporting a mistake at rng.
 func (d *decoder) file(p string, rng hcl.Range, what string) (string, []byte, bool) {
 	abs := d.path(p)
-	rel, err := filepath.Rel(d.dir, abs)
-	if _, in := within(d.dir, abs); err != nil || !filepath.IsLocal(rel) || !in {
+	// ReadFile refuses a path outside d.dir, lexically (ErrOutside) or
+	// through a symlink (os.Root's own error, which within tells apart).
+	data, err := declared.ReadFile(d.dir, abs, declared.MaxFileBytes)
+	if _, in := within(d.dir, abs); !in || errors.Is(err, declared.ErrOutside) {
 		d.errorf(rng, "Path outside the configuration directory", "The %s %s is not under %s (symlinks resolved); files served to MCP clients must be.", what, abs, d.dir)
 		return abs, nil, false
 	}
-	data, err := declared.ReadFile(d.dir, abs, declared.MaxFileBytes)
 	switch {
 	case errors.Is(err, declared.ErrTooLarge):
 		d.errorf(rng, "File too large", "The %s %s is over the %s a declared file may hold.", what, abs, plugin.FormatSize(declared.MaxFileBytes))
