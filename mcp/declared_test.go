@@ -122,6 +122,7 @@ func TestServerPrompts(t *testing.T) {
 		want string
 	}{
 		{"review", map[string]string{"style": "go"}, `missing required argument "diff"`},
+		{"review", map[string]string{"diff": "", "style": "go"}, `missing required argument "diff"`},
 		{"review", map[string]string{"diff": "d", "colour": "red"}, `no argument "colour"`},
 		{"nope", nil, `unknown prompt "nope"`},
 	} {
@@ -350,6 +351,42 @@ func TestServerResourceSymlinkSwap(t *testing.T) {
 	}
 	if _, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "docs://readme"}); err != nil {
 		t.Errorf("the server stopped serving: %v", err)
+	}
+}
+
+// A resource file that grows past declared.MaxFileBytes after loading is
+// refused at read time (the cap is checked at every read, not only at
+// load), and the server goes on serving.
+func TestServerResourceGrown(t *testing.T) {
+	dir := t.TempDir()
+	cs := declaredSession(t, declaredOptions(t, dir), clientOptions{})
+	// Sparse: the size is checked before anything is read.
+	if err := os.Truncate(filepath.Join(dir, "watched.txt"), declared.MaxFileBytes+1); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if res, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "docs://watched"}); err == nil || !strings.Contains(err.Error(), "too large") {
+		t.Fatalf("read a file over the cap: %v %+v", err, res)
+	}
+	if _, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "docs://readme"}); err != nil {
+		t.Errorf("the server stopped serving: %v", err)
+	}
+}
+
+// Subscribing to a template's expansion is accepted, and watches nothing:
+// it never changes.
+func TestServerSubscribeTemplate(t *testing.T) {
+	th := newTestHost(t)
+	srv, err := mcp.NewServer(th.Host, declaredOptions(t, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := stdioSession(t, srv, clientOptions{protocol: legacyProtocol})
+	if err := cs.Subscribe(context.Background(), &sdk.SubscribeParams{URI: "docs://issue/1/title"}); err != nil {
+		t.Fatalf("subscribe to a template expansion: %v", err)
+	}
+	if n := mcp.WatchedResources(srv); n != 0 {
+		t.Errorf("%d resources watched, want 0", n)
 	}
 }
 
