@@ -144,12 +144,27 @@ func declaredList(names []string) string {
 // configuration's directory, reporting a mistake at rng.
 func (d *decoder) file(p string, rng hcl.Range, what string) (string, []byte, bool) {
 	abs := d.path(p)
+	data, err := declared.ReadFile(d.dir, abs, declared.MaxFileBytes)
+	return abs, data, d.fileOK(abs, err, rng, what)
+}
+
+// fileType checks a path-backed resource's file as file does and returns
+// its media type, without reading it all: it is read at every read of the
+// resource, not at load.
+func (d *decoder) fileType(p string, rng hcl.Range) (string, string, bool) {
+	abs := d.path(p)
+	typ, err := declared.FileType(d.dir, abs, declared.MaxFileBytes)
+	return abs, typ, d.fileOK(abs, err, rng, "resource file")
+}
+
+// fileOK reports err, met reading the file abs, at rng; it reports
+// whether there was none.
+func (d *decoder) fileOK(abs string, err error, rng hcl.Range, what string) bool {
 	// ReadFile refuses a path outside d.dir, lexically (ErrOutside) or
 	// through a symlink (os.Root's own error, which within tells apart).
-	data, err := declared.ReadFile(d.dir, abs, declared.MaxFileBytes)
 	if _, in := within(d.dir, abs); !in || errors.Is(err, declared.ErrOutside) {
 		d.errorf(rng, "Path outside the configuration directory", "The %s %s is not under %s (symlinks resolved); files served to MCP clients must be.", what, abs, d.dir)
-		return abs, nil, false
+		return false
 	}
 	switch {
 	case errors.Is(err, declared.ErrTooLarge):
@@ -159,9 +174,9 @@ func (d *decoder) file(p string, rng hcl.Range, what string) (string, []byte, bo
 	case err != nil:
 		d.errorf(rng, "Cannot read file", "The %s %s cannot be read: %v.", what, abs, unwrapPathError(err))
 	default:
-		return abs, data, true
+		return true
 	}
-	return abs, nil, false
+	return false
 }
 
 func (d *decoder) decodeImage(im *rawImage) (*declared.Image, bool) {
@@ -272,13 +287,13 @@ func (d *decoder) decodeResource(r *rawResource) (declared.Resource, bool) {
 			out.MIMEType = "text/plain"
 		}
 	case r.Path != nil:
-		abs, data, fok := d.file(*r.Path, r.PathRange, "resource file")
+		abs, typ, fok := d.fileType(*r.Path, r.PathRange)
 		if !fok {
 			return out, false
 		}
 		out.Path, out.Root = abs, d.dir
 		if out.MIMEType == "" {
-			out.MIMEType = declared.MIMEType(abs, data)
+			out.MIMEType = typ
 		}
 	default:
 		d.errorf(r.DefRange, "Missing resource content", "Set text = \"...\" or path = \"./file\".")

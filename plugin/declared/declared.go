@@ -160,31 +160,11 @@ type Template struct {
 // resolving symlinks: it is opened through an os.Root) and be a regular
 // file, refusing more than max bytes.
 func ReadFile(root, path string, max int64) ([]byte, error) {
-	r, rel, err := openRoot(root, path)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	f, err := r.OpenFile(rel, readFlags(), 0)
+	f, err := openFile(root, path, max)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case fi.IsDir():
-		return nil, fmt.Errorf("%s is a directory", path)
-	case !fi.Mode().IsRegular():
-		// A FIFO would block the read until someone writes to it, a
-		// device could read without end: neither is a file to serve.
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	if fi.Size() > max {
-		return nil, fmt.Errorf("%s is %d bytes, over the %d allowed: %w", path, fi.Size(), max, ErrTooLarge)
-	}
 	// The file may grow between Stat and Read.
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
@@ -194,6 +174,59 @@ func ReadFile(root, path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s is over the %d bytes allowed: %w", path, max, ErrTooLarge)
 	}
 	return data, nil
+}
+
+// FileType refuses what ReadFile refuses, and returns what MIMEType says
+// of the file, reading no more of it than that takes: none when its
+// extension tells, else the first 512 bytes (all http.DetectContentType
+// looks at). A path-backed resource is checked so when the configuration
+// loads, and read whole only when a client reads it.
+func FileType(root, path string, max int64) (string, error) {
+	f, err := openFile(root, path, max)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if t := mime.TypeByExtension(filepath.Ext(path)); t != "" {
+		return t, nil
+	}
+	head := make([]byte, 512)
+	n, err := io.ReadFull(f, head)
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return "", err
+	}
+	return http.DetectContentType(head[:n]), nil
+}
+
+// openFile opens the file at path, inside root, for reading: a regular
+// file of at most max bytes when opened.
+func openFile(root, path string, max int64) (*os.File, error) {
+	r, rel, err := openRoot(root, path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	f, err := r.OpenFile(rel, readFlags(), 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+	case fi.IsDir():
+		err = fmt.Errorf("%s is a directory", path)
+	case !fi.Mode().IsRegular():
+		// A FIFO would block the read until someone writes to it, a
+		// device could read without end: neither is a file to serve.
+		err = fmt.Errorf("%s is not a regular file", path)
+	case fi.Size() > max:
+		err = fmt.Errorf("%s is %d bytes, over the %d allowed: %w", path, fi.Size(), max, ErrTooLarge)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // readFlags opens a file for reading without blocking: opening a FIFO
