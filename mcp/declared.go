@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -242,12 +243,7 @@ func (s *Server) complete(_ context.Context, req *sdk.CompleteRequest) (*sdk.Com
 		if !ok {
 			return nil, invalidParams("unknown resource template %q", ref.URI)
 		}
-		vars := t.URITemplate.Variables()
-		known := false
-		for _, v := range vars {
-			known = known || v == arg.Name
-		}
-		if !known {
+		if !slices.Contains(t.URITemplate.Variables(), arg.Name) {
 			return nil, invalidParams("resource template %q has no variable %q", ref.URI, arg.Name)
 		}
 		values = t.Completions[arg.Name]

@@ -264,9 +264,9 @@ func MIMEType(path string, data []byte) string {
 	return http.DetectContentType(data)
 }
 
-// IsText reports whether content of the given media type is sent as text
+// isText reports whether content of the given media type is sent as text
 // (when it is valid UTF-8) rather than base64.
-func IsText(mimeType string) bool {
+func isText(mimeType string) bool {
 	t, _, _ := strings.Cut(mimeType, ";")
 	t = strings.TrimSpace(strings.ToLower(t))
 	switch {
@@ -283,7 +283,7 @@ func IsText(mimeType string) bool {
 // TextOrBlob splits content into text (for a text media type and valid
 // UTF-8) or a blob.
 func TextOrBlob(mimeType string, data []byte) (text string, blob []byte) {
-	if IsText(mimeType) && utf8.Valid(data) {
+	if isText(mimeType) && utf8.Valid(data) {
 		return string(data), nil
 	}
 	return "", data
