@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -242,12 +243,7 @@ func (s *Server) complete(_ context.Context, req *sdk.CompleteRequest) (*sdk.Com
 		if !ok {
 			return nil, invalidParams("unknown resource template %q", ref.URI)
 		}
-		vars := t.URITemplate.Variables()
-		known := false
-		for _, v := range vars {
-			known = known || v == arg.Name
-		}
-		if !known {
+		if !slices.Contains(t.URITemplate.Variables(), arg.Name) {
 			return nil, invalidParams("resource template %q has no variable %q", ref.URI, arg.Name)
 		}
 		values = t.Completions[arg.Name]
@@ -319,16 +315,18 @@ func (s *Server) exists(ctx context.Context, uri string) bool {
 // watcher polls the files of the path-backed resources that sessions
 // subscribed to, and notifies the subscribers when one changes (its size
 // or modification time). One goroutine per watched resource runs only
-// while some live session is subscribed to it: each tick drops sessions
-// that ended without unsubscribing.
+// while some session is subscribed to it; a session that ends without
+// unsubscribing is dropped from every watch when it ends (one goroutine
+// per subscribed session waits for that, as levelMiddleware's do).
 type watcher struct {
 	s        *Server
 	interval time.Duration
 
-	mu      sync.Mutex
-	closed  bool
-	watches map[string]*watch // by URI
-	wg      sync.WaitGroup
+	mu       sync.Mutex
+	closed   bool
+	watches  map[string]*watch           // by URI
+	sessions map[*sdk.ServerSession]bool // those waited for
+	wg       sync.WaitGroup
 }
 
 type watch struct {
@@ -354,19 +352,40 @@ func (w *watcher) add(r *declared.Resource, ss *sdk.ServerSession) {
 		go w.poll(wt, last)
 	}
 	wt.sessions[ss] = true
+	if !w.sessions[ss] {
+		w.sessions[ss] = true
+		go func() {
+			_ = ss.Wait()
+			w.drop(ss)
+		}()
+	}
 }
 
 func (w *watcher) remove(uri string, ss *sdk.ServerSession) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	wt, ok := w.watches[uri]
-	if !ok {
-		return
+	if wt, ok := w.watches[uri]; ok {
+		w.leave(wt, ss)
 	}
+}
+
+// drop takes a session that ended out of every watch.
+func (w *watcher) drop(ss *sdk.ServerSession) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.sessions, ss)
+	for _, wt := range w.watches {
+		w.leave(wt, ss)
+	}
+}
+
+// leave takes ss out of wt, and ends wt when no session is left. w.mu is
+// held.
+func (w *watcher) leave(wt *watch, ss *sdk.ServerSession) {
 	delete(wt.sessions, ss)
 	if len(wt.sessions) == 0 {
 		close(wt.stop)
-		delete(w.watches, uri)
+		delete(w.watches, wt.res.URI)
 	}
 }
 
@@ -401,9 +420,6 @@ func (w *watcher) poll(wt *watch, last string) {
 			return
 		case <-tick.C:
 		}
-		if !w.prune(wt) {
-			return
-		}
 		// A file that cannot be stat'ed (removed) has the stamp "": its
 		// going is a change too.
 		stamp, _ := wt.res.Stamp()
@@ -415,31 +431,4 @@ func (w *watcher) poll(wt *watch, last string) {
 			w.s.log.Debug("resource update not sent", "uri", wt.res.URI, "error", err)
 		}
 	}
-}
-
-// prune drops the watch's sessions that have ended; it reports false, and
-// ends the watch, when none is left.
-func (w *watcher) prune(wt *watch) bool {
-	live := map[*sdk.ServerSession]bool{}
-	for ss := range w.s.sdk.Sessions() {
-		live[ss] = true
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	select {
-	case <-wt.stop:
-		return false
-	default:
-	}
-	for ss := range wt.sessions {
-		if !live[ss] {
-			delete(wt.sessions, ss)
-		}
-	}
-	if len(wt.sessions) > 0 {
-		return true
-	}
-	close(wt.stop)
-	delete(w.watches, wt.res.URI)
-	return false
 }

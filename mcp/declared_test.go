@@ -122,6 +122,7 @@ func TestServerPrompts(t *testing.T) {
 		want string
 	}{
 		{"review", map[string]string{"style": "go"}, `missing required argument "diff"`},
+		{"review", map[string]string{"diff": "", "style": "go"}, `missing required argument "diff"`},
 		{"review", map[string]string{"diff": "d", "colour": "red"}, `no argument "colour"`},
 		{"nope", nil, `unknown prompt "nope"`},
 	} {
@@ -306,23 +307,75 @@ func TestServerSubscribe(t *testing.T) {
 
 // A client that goes away without unsubscribing stops the watch.
 func TestServerSubscriberGone(t *testing.T) {
+	for _, tr := range []string{"stdio", "http"} {
+		t.Run(tr, func(t *testing.T) {
+			th := newTestHost(t)
+			srv, err := mcp.NewServer(th.Host, declaredOptions(t, t.TempDir()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cs *sdk.ClientSession
+			if tr == "stdio" {
+				cs = stdioSession(t, srv, clientOptions{protocol: legacyProtocol})
+			} else {
+				url, _ := httpServer(t, srv, mcp.HTTPOptions{})
+				cs = httpSession(t, url, clientOptions{protocol: legacyProtocol}, "")
+			}
+			if err := cs.Subscribe(context.Background(), &sdk.SubscribeParams{URI: "docs://watched"}); err != nil {
+				t.Fatal(err)
+			}
+			cs.Close()
+			deadline := time.Now().Add(5 * time.Second)
+			for mcp.WatchedResources(srv) != 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("the watch outlived its only subscriber")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// When one of two subscribers goes away, the other still hears of
+// changes.
+func TestServerSubscriberGoneOtherStays(t *testing.T) {
+	dir := t.TempDir()
 	th := newTestHost(t)
-	srv, err := mcp.NewServer(th.Host, declaredOptions(t, t.TempDir()))
+	srv, err := mcp.NewServer(th.Host, declaredOptions(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Over HTTP: a stdio server has one session, and shuts down with it.
 	url, _ := httpServer(t, srv, mcp.HTTPOptions{})
-	cs := httpSession(t, url, clientOptions{protocol: legacyProtocol}, "")
-	if err := cs.Subscribe(context.Background(), &sdk.SubscribeParams{URI: "docs://watched"}); err != nil {
+	updated := make(chan string, 16)
+	stays := httpSession(t, url, clientOptions{protocol: legacyProtocol, updated: func(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) {
+		updated <- req.Params.URI
+	}}, "")
+	goes := httpSession(t, url, clientOptions{protocol: legacyProtocol}, "")
+	ctx := context.Background()
+	for _, cs := range []*sdk.ClientSession{stays, goes} {
+		if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: "docs://watched"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	goes.Close()
+	// Wait for the server to see it go, so that the change below comes
+	// after.
+	for deadline := time.Now().Add(5 * time.Second); mcp.Subscribers(srv) != 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions subscribed after one of two left, want 1", mcp.Subscribers(srv))
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "watched.txt"), []byte("v2, longer"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cs.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for mcp.WatchedResources(srv) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the watch outlived its only subscriber")
-		}
-		time.Sleep(10 * time.Millisecond)
+	select {
+	case <-updated:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the subscriber that stayed heard nothing after the file changed")
+	}
+	if n := mcp.WatchedResources(srv); n != 1 {
+		t.Errorf("%d resources watched, want 1", n)
 	}
 }
 
@@ -350,6 +403,42 @@ func TestServerResourceSymlinkSwap(t *testing.T) {
 	}
 	if _, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "docs://readme"}); err != nil {
 		t.Errorf("the server stopped serving: %v", err)
+	}
+}
+
+// A resource file that grows past declared.MaxFileBytes after loading is
+// refused at read time (the cap is checked at every read, not only at
+// load), and the server goes on serving.
+func TestServerResourceGrown(t *testing.T) {
+	dir := t.TempDir()
+	cs := declaredSession(t, declaredOptions(t, dir), clientOptions{})
+	// Sparse: the size is checked before anything is read.
+	if err := os.Truncate(filepath.Join(dir, "watched.txt"), declared.MaxFileBytes+1); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if res, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "docs://watched"}); err == nil || !strings.Contains(err.Error(), "too large") {
+		t.Fatalf("read a file over the cap: %v %+v", err, res)
+	}
+	if _, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "docs://readme"}); err != nil {
+		t.Errorf("the server stopped serving: %v", err)
+	}
+}
+
+// Subscribing to a template's expansion is accepted, and watches nothing:
+// it never changes.
+func TestServerSubscribeTemplate(t *testing.T) {
+	th := newTestHost(t)
+	srv, err := mcp.NewServer(th.Host, declaredOptions(t, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := stdioSession(t, srv, clientOptions{protocol: legacyProtocol})
+	if err := cs.Subscribe(context.Background(), &sdk.SubscribeParams{URI: "docs://issue/1/title"}); err != nil {
+		t.Fatalf("subscribe to a template expansion: %v", err)
+	}
+	if n := mcp.WatchedResources(srv); n != 0 {
+		t.Errorf("%d resources watched, want 0", n)
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -22,42 +21,35 @@ import (
 )
 
 func (d *decoder) decodeDeclared(raw *rawFile, cfg *Config) {
-	prompts := map[string]hcl.Range{}
-	for _, p := range raw.Prompts {
-		if prev, dup := prompts[p.Name]; dup {
-			d.errorf(p.DefRange, "Duplicate prompt", "A prompt named %q is already defined at %s.", p.Name, prev)
-			d.decodePrompt(p) // its mistakes are reported too
-			continue
-		}
-		prompts[p.Name] = p.DefRange
-		if dp, ok := d.decodePrompt(p); ok {
-			cfg.Prompts = append(cfg.Prompts, dp)
-		}
-	}
-	uris := map[string]hcl.Range{}
-	for _, r := range raw.Resources {
-		prev, dup := uris[r.URI]
+	cfg.Prompts = decodeUnique(d, raw.Prompts, func(p *rawPrompt) (string, hcl.Range) { return p.Name, p.DefRange },
+		"Duplicate prompt", "A prompt named %q is already defined at %s.", d.decodePrompt)
+	cfg.Resources = decodeUnique(d, raw.Resources, func(r *rawResource) (string, hcl.Range) { return r.URI, r.DefRange },
+		"Duplicate resource", "A resource with URI %q is already defined at %s.", d.decodeResource)
+	cfg.ResourceTemplates = decodeUnique(d, raw.ResourceTemplates, func(t *rawResourceTemplate) (string, hcl.Range) { return t.URITemplate, t.DefRange },
+		"Duplicate resource template", "A resource template %q is already defined at %s.", d.decodeTemplate)
+}
+
+// decodeUnique decodes blocks in order and returns those that decode and
+// whose key no earlier block has. A repeated key is reported at the block
+// (detail takes the key and where it was first defined); the block is
+// still decoded, so that its own mistakes come in the same pass, then
+// dropped.
+func decodeUnique[B, V any](d *decoder, blocks []B, key func(B) (string, hcl.Range), summary, detail string, decode func(B) (V, bool)) []V {
+	var out []V
+	seen := map[string]hcl.Range{}
+	for _, b := range blocks {
+		k, rng := key(b)
+		prev, dup := seen[k]
 		if dup {
-			d.errorf(r.DefRange, "Duplicate resource", "A resource with URI %q is already defined at %s.", r.URI, prev)
+			d.errorf(rng, summary, detail, k, prev)
 		} else {
-			uris[r.URI] = r.DefRange
+			seen[k] = rng
 		}
-		if dr, ok := d.decodeResource(r); ok && !dup {
-			cfg.Resources = append(cfg.Resources, dr)
+		if v, ok := decode(b); ok && !dup {
+			out = append(out, v)
 		}
 	}
-	templates := map[string]hcl.Range{}
-	for _, t := range raw.ResourceTemplates {
-		prev, dup := templates[t.URITemplate]
-		if dup {
-			d.errorf(t.DefRange, "Duplicate resource template", "A resource template %q is already defined at %s.", t.URITemplate, prev)
-		} else {
-			templates[t.URITemplate] = t.DefRange
-		}
-		if dt, ok := d.decodeTemplate(t); ok && !dup {
-			cfg.ResourceTemplates = append(cfg.ResourceTemplates, dt)
-		}
-	}
+	return out
 }
 
 func (d *decoder) decodePrompt(p *rawPrompt) (declared.Prompt, bool) {
@@ -152,12 +144,28 @@ func declaredList(names []string) string {
 // configuration's directory, reporting a mistake at rng.
 func (d *decoder) file(p string, rng hcl.Range, what string) (string, []byte, bool) {
 	abs := d.path(p)
-	rel, err := filepath.Rel(d.dir, abs)
-	if _, in := within(d.dir, abs); err != nil || !filepath.IsLocal(rel) || !in {
-		d.errorf(rng, "Path outside the configuration directory", "The %s %s is not under %s (symlinks resolved); files served to MCP clients must be.", what, abs, d.dir)
-		return abs, nil, false
-	}
 	data, err := declared.ReadFile(d.dir, abs, declared.MaxFileBytes)
+	return abs, data, d.fileOK(abs, err, rng, what)
+}
+
+// fileType checks a path-backed resource's file as file does and returns
+// its media type, without reading it all: it is read at every read of the
+// resource, not at load.
+func (d *decoder) fileType(p string, rng hcl.Range) (string, string, bool) {
+	abs := d.path(p)
+	typ, err := declared.FileType(d.dir, abs, declared.MaxFileBytes)
+	return abs, typ, d.fileOK(abs, err, rng, "resource file")
+}
+
+// fileOK reports err, met reading the file abs, at rng; it reports
+// whether there was none.
+func (d *decoder) fileOK(abs string, err error, rng hcl.Range, what string) bool {
+	// ReadFile refuses a path outside d.dir, lexically (ErrOutside) or
+	// through a symlink (os.Root's own error, which within tells apart).
+	if _, in := within(d.dir, abs); !in || errors.Is(err, declared.ErrOutside) {
+		d.errorf(rng, "Path outside the configuration directory", "The %s %s is not under %s (symlinks resolved); files served to MCP clients must be.", what, abs, d.dir)
+		return false
+	}
 	switch {
 	case errors.Is(err, declared.ErrTooLarge):
 		d.errorf(rng, "File too large", "The %s %s is over the %s a declared file may hold.", what, abs, plugin.FormatSize(declared.MaxFileBytes))
@@ -166,9 +174,9 @@ func (d *decoder) file(p string, rng hcl.Range, what string) (string, []byte, bo
 	case err != nil:
 		d.errorf(rng, "Cannot read file", "The %s %s cannot be read: %v.", what, abs, unwrapPathError(err))
 	default:
-		return abs, data, true
+		return true
 	}
-	return abs, nil, false
+	return false
 }
 
 func (d *decoder) decodeImage(im *rawImage) (*declared.Image, bool) {
@@ -279,13 +287,13 @@ func (d *decoder) decodeResource(r *rawResource) (declared.Resource, bool) {
 			out.MIMEType = "text/plain"
 		}
 	case r.Path != nil:
-		abs, data, fok := d.file(*r.Path, r.PathRange, "resource file")
+		abs, typ, fok := d.fileType(*r.Path, r.PathRange)
 		if !fok {
 			return out, false
 		}
 		out.Path, out.Root = abs, d.dir
 		if out.MIMEType == "" {
-			out.MIMEType = declared.MIMEType(abs, data)
+			out.MIMEType = typ
 		}
 	default:
 		d.errorf(r.DefRange, "Missing resource content", "Set text = \"...\" or path = \"./file\".")

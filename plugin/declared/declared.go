@@ -20,7 +20,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -155,29 +157,14 @@ type Template struct {
 }
 
 // ReadFile reads the file at path, which must lie inside root (after
-// resolving symlinks: it is opened through an os.Root), refusing more than
-// max bytes.
+// resolving symlinks: it is opened through an os.Root) and be a regular
+// file, refusing more than max bytes.
 func ReadFile(root, path string, max int64) ([]byte, error) {
-	r, rel, err := openRoot(root, path)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	f, err := r.Open(rel)
+	f, err := openFile(root, path, max)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if fi.IsDir() {
-		return nil, fmt.Errorf("%s is a directory", path)
-	}
-	if fi.Size() > max {
-		return nil, fmt.Errorf("%s is %d bytes, over the %d allowed: %w", path, fi.Size(), max, ErrTooLarge)
-	}
 	// The file may grow between Stat and Read.
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
@@ -187,6 +174,71 @@ func ReadFile(root, path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s is over the %d bytes allowed: %w", path, max, ErrTooLarge)
 	}
 	return data, nil
+}
+
+// FileType refuses what ReadFile refuses, and returns what MIMEType says
+// of the file, reading no more of it than that takes: none when its
+// extension tells, else the first 512 bytes (all http.DetectContentType
+// looks at). A path-backed resource is checked so when the configuration
+// loads, and read whole only when a client reads it.
+func FileType(root, path string, max int64) (string, error) {
+	f, err := openFile(root, path, max)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if t := mime.TypeByExtension(filepath.Ext(path)); t != "" {
+		return t, nil
+	}
+	head := make([]byte, 512)
+	n, err := io.ReadFull(f, head)
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return "", err
+	}
+	return http.DetectContentType(head[:n]), nil
+}
+
+// openFile opens the file at path, inside root, for reading: a regular
+// file of at most max bytes when opened.
+func openFile(root, path string, max int64) (*os.File, error) {
+	r, rel, err := openRoot(root, path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	f, err := r.OpenFile(rel, readFlags(), 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+	case fi.IsDir():
+		err = fmt.Errorf("%s is a directory", path)
+	case !fi.Mode().IsRegular():
+		// A FIFO would block the read until someone writes to it, a
+		// device could read without end: neither is a file to serve.
+		err = fmt.Errorf("%s is not a regular file", path)
+	case fi.Size() > max:
+		err = fmt.Errorf("%s is %d bytes, over the %d allowed: %w", path, fi.Size(), max, ErrTooLarge)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// readFlags opens a file for reading without blocking: opening a FIFO
+// blocks until someone opens it for writing, so a FIFO put where a
+// declared file was would hang the configuration's loading, or every
+// read of the resource, before the check that refuses it
+// (extism/internal/hostfs opens guests' files the same way).
+func readFlags() int {
+	if runtime.GOOS == "windows" {
+		return os.O_RDONLY
+	}
+	return os.O_RDONLY | syscall.O_NONBLOCK
 }
 
 // openRoot opens root and returns path relative to it, refusing a path
@@ -212,9 +264,9 @@ func MIMEType(path string, data []byte) string {
 	return http.DetectContentType(data)
 }
 
-// IsText reports whether content of the given media type is sent as text
+// isText reports whether content of the given media type is sent as text
 // (when it is valid UTF-8) rather than base64.
-func IsText(mimeType string) bool {
+func isText(mimeType string) bool {
 	t, _, _ := strings.Cut(mimeType, ";")
 	t = strings.TrimSpace(strings.ToLower(t))
 	switch {
@@ -231,7 +283,7 @@ func IsText(mimeType string) bool {
 // TextOrBlob splits content into text (for a text media type and valid
 // UTF-8) or a blob.
 func TextOrBlob(mimeType string, data []byte) (text string, blob []byte) {
-	if IsText(mimeType) && utf8.Valid(data) {
+	if isText(mimeType) && utf8.Valid(data) {
 		return string(data), nil
 	}
 	return "", data

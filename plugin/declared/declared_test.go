@@ -113,6 +113,41 @@ func TestReadFile(t *testing.T) {
 	}
 }
 
+// FileType refuses what ReadFile refuses and says what MIMEType says of
+// the whole file, having read at most its first 512 bytes.
+func TestFileType(t *testing.T) {
+	root := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "secret.txt")
+	os.WriteFile(outside, []byte("secret"), 0o600)
+	os.Symlink(outside, filepath.Join(root, "link.txt"))
+	for name, data := range map[string][]byte{
+		"notes.txt":    []byte("hello"),
+		"page.unknown": []byte("<!DOCTYPE html><p>" + strings.Repeat("x", 600)),
+		"late.unknown": []byte(strings.Repeat("a", 600) + "\x00"), // text in the first 512 bytes
+		"bin.unknown":  {0, 1, 2, 0xff},
+		"empty":        nil,
+	} {
+		p := filepath.Join(root, name)
+		os.WriteFile(p, data, 0o600)
+		got, err := declared.FileType(root, p, 1000)
+		if want := declared.MIMEType(p, data); err != nil || got != want {
+			t.Errorf("FileType(%s) = %q %v, want %q", name, got, err, want)
+		}
+	}
+	if _, err := declared.FileType(root, filepath.Join(root, "notes.txt"), 4); !errors.Is(err, declared.ErrTooLarge) {
+		t.Errorf("over the cap: %v", err)
+	}
+	if _, err := declared.FileType(root, outside, 100); !errors.Is(err, declared.ErrOutside) {
+		t.Errorf("outside: %v", err)
+	}
+	if typ, err := declared.FileType(root, filepath.Join(root, "link.txt"), 100); err == nil {
+		t.Errorf("a symlink out was followed: %q", typ)
+	}
+	if _, err := declared.FileType(root, root, 100); err == nil {
+		t.Error("a directory has a type")
+	}
+}
+
 func TestTextOrBlob(t *testing.T) {
 	if text, blob := declared.TextOrBlob("application/json", []byte(`{}`)); text != "{}" || blob != nil {
 		t.Error("JSON is text")
