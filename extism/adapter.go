@@ -20,6 +20,7 @@ import (
 	"github.com/toolhost/toolhost/extism/internal/fuel"
 	"github.com/toolhost/toolhost/extism/internal/guestmem"
 	"github.com/toolhost/toolhost/extism/internal/hostfs"
+	"github.com/toolhost/toolhost/internal/atomicfile"
 	"github.com/toolhost/toolhost/internal/netguard"
 	"github.com/toolhost/toolhost/plugin"
 )
@@ -333,19 +334,7 @@ func (a *Adapter) compiledBefore(key string) bool {
 }
 
 func writeFileAtomic(name string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(name), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), name)
+	return atomicfile.WriteFile(name, b, atomicfile.Options{Perm: 0o600})
 }
 
 // artifact returns the module bytes spec's source names.

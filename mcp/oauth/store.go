@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+
+	"github.com/toolhost/toolhost/internal/atomicfile"
 )
 
 // Store keeps one token file per MCP server URL in a directory of its own
@@ -105,28 +107,7 @@ func (s *Store) Save(r *Record) error {
 	if err != nil {
 		return fmt.Errorf("token store: %w", err)
 	}
-	f, err := os.CreateTemp(s.dir, ".token-*")
-	if err != nil {
-		return fmt.Errorf("token store: %w", err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // after a successful rename there is nothing to remove
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return fmt.Errorf("token store: %w", err)
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("token store: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("token store: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("token store: %w", err)
-	}
-	if err := os.Rename(tmp, s.Path(r.ServerURL)); err != nil {
+	if err := atomicfile.WriteFile(s.Path(r.ServerURL), b, atomicfile.Options{Perm: 0o600, Sync: true}); err != nil {
 		return fmt.Errorf("token store: %w", err)
 	}
 	return nil

@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
+
+	"github.com/toolhost/toolhost/internal/atomicfile"
 )
 
 // LockFileName is the lockfile's name, beside the configuration file.
@@ -85,22 +86,7 @@ func (l *Lock) Write(name string) error {
 		return err
 	}
 	b = append(b, '\n')
-	f, err := os.CreateTemp(filepath.Dir(name), ".toolhost.lock-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), name)
+	return atomicfile.WriteFile(name, b, atomicfile.Options{Perm: 0o644})
 }
 
 // Pin records an installed tool.

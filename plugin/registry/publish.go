@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolhost/toolhost/internal/atomicfile"
 	"github.com/toolhost/toolhost/internal/minisign"
 )
 
@@ -142,22 +143,10 @@ func copyFile(from, to string) error {
 		return err
 	}
 	defer in.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(to), ".publish-*")
-	if err != nil {
+	return atomicfile.Write(to, atomicfile.Options{Perm: 0o644}, func(w io.Writer) error {
+		_, err := io.Copy(w, in)
 		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := io.Copy(tmp, in); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), to)
+	})
 }
 
 // addToIndex adds m's version to root/index.json.
@@ -190,20 +179,5 @@ func addToIndex(root string, m *Manifest) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(root, ".index-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), name)
+	return atomicfile.WriteFile(name, append(b, '\n'), atomicfile.Options{Perm: 0o644})
 }
