@@ -93,7 +93,9 @@ type Config struct {
 	Store *Store
 	// HTTPClient makes discovery, registration and token requests; nil:
 	// one with a 30s timeout that never redirects a token or registration
-	// request, and a discovery request only to public addresses.
+	// request, a discovery request only to public addresses, and dials
+	// only public addresses unless URL's host is itself inside the network
+	// (dial.go).
 	HTTPClient *http.Client
 	// Browser sends a person to log in; nil: nobody can, and a server
 	// that needs a login fails with *LoginRequiredError. A login runs only
@@ -150,7 +152,7 @@ func New(cfg Config) (*Handler, error) {
 		return nil, fmt.Errorf("oauth: unknown grant %q", cfg.Grant)
 	}
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = newHTTPClient()
+		cfg.HTTPClient = newHTTPClient(cfg.URL)
 	}
 	if cfg.LoginTimeout <= 0 {
 		cfg.LoginTimeout = 5 * time.Minute

@@ -24,9 +24,13 @@ var errRedirect = errors.New("redirect refused")
 // maxRedirects is the SDK's limit for discovery.
 const maxRedirects = 10
 
-// newHTTPClient is the client of a Config without one.
-func newHTTPClient() *http.Client {
-	return &http.Client{Timeout: 30 * time.Second, CheckRedirect: checkRedirect}
+// newHTTPClient is the client of a Config without one, for the MCP server
+// at serverURL: redirects as checkRedirect allows, and dials as dialer
+// allows.
+func newHTTPClient(serverURL string) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = newDialer(serverURL).DialContext
+	return &http.Client{Timeout: 30 * time.Second, CheckRedirect: checkRedirect, Transport: tr}
 }
 
 // checkRedirect never lets a request that is not a GET be redirected (a
