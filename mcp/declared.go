@@ -322,6 +322,11 @@ type watcher struct {
 	s        *Server
 	interval time.Duration
 
+	// ctx ends when the watcher closes: an update still being sent to a
+	// client that stopped reading does not hold up Shutdown.
+	ctx    context.Context
+	cancel context.CancelFunc
+
 	mu       sync.Mutex
 	closed   bool
 	watches  map[string]*watch           // by URI
@@ -400,6 +405,7 @@ func (w *watcher) close() {
 		}
 	}
 	w.mu.Unlock()
+	w.cancel()
 	w.wg.Wait()
 }
 
@@ -427,7 +433,7 @@ func (w *watcher) poll(wt *watch, last string) {
 			continue
 		}
 		last = stamp
-		if err := w.s.sdk.ResourceUpdated(context.Background(), &sdk.ResourceUpdatedNotificationParams{URI: wt.res.URI}); err != nil {
+		if err := w.s.sdk.ResourceUpdated(w.ctx, &sdk.ResourceUpdatedNotificationParams{URI: wt.res.URI}); err != nil {
 			w.s.log.Debug("resource update not sent", "uri", wt.res.URI, "error", err)
 		}
 	}

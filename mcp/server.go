@@ -143,6 +143,7 @@ func NewServer(h *plugin.Host, opts ServerOptions) (*Server, error) {
 	}
 	s := &Server{host: h, opts: opts, log: log.Named("mcp"), seal: seal, idle: make(chan struct{}), offer: off, refuse: off.refusals()}
 	s.watch = &watcher{s: s, interval: opts.ResourcePollInterval, watches: map[string]*watch{}, sessions: map[*sdk.ServerSession]bool{}}
+	s.watch.ctx, s.watch.cancel = context.WithCancel(context.Background())
 	close(s.idle)
 	s.stop, s.stopAll = context.WithCancel(context.Background())
 	// What is advertised is what is served: logging/setLevel is answered
