@@ -251,7 +251,7 @@ func (a *Adapter) Ready(ctx context.Context) error {
 			errs = append(errs, err)
 			continue
 		}
-		t.refillLater() // start filling the pool
+		t.wake() // start filling the pool
 	}
 	return errors.Join(errs...)
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -69,14 +68,10 @@ type wasmTool struct {
 	// {"params":{"name":"…","arguments":
 	inputHead []byte
 
-	pool    *instPool      // nil: no pool
-	retired chan *instance // used instances waiting to be closed
-	live    atomic.Int64   // instances not yet closed
-	kick    chan struct{}
-	// soon kicks the refill refillDelay after a call (refillSoon); armed
-	// while it is pending.
-	soon     *time.Timer
-	armed    atomic.Bool
+	pool     *instPool      // nil: no pool
+	retired  chan *instance // used instances waiting to be closed
+	live     atomic.Int64   // instances not yet closed
+	refills  refillState    // pool.go
 	quit     chan struct{}
 	wg       sync.WaitGroup // the refill goroutine
 	running  sync.WaitGroup // guest calls executing
@@ -96,7 +91,6 @@ func newTool(a *Adapter, spec *plugin.Spec, m mode, info *moduleInfo, code []byt
 		limits:  lim,
 		log:     a.log.Named(spec.Name),
 		done:    make(chan struct{}),
-		kick:    make(chan struct{}, 1),
 		retired: make(chan *instance, 8),
 		quit:    make(chan struct{}),
 	}
@@ -104,11 +98,7 @@ func newTool(a *Adapter, spec *plugin.Spec, m mode, info *moduleInfo, code []byt
 	t.inputHead = callproto.Head(guestToolName(spec))
 	if lim.Pool > 0 {
 		t.pool = newInstPool(lim.Pool)
-		t.soon = time.AfterFunc(time.Hour, func() {
-			t.armed.Store(false)
-			t.refillLater()
-		})
-		t.soon.Stop()
+		t.refills.init()
 	}
 	t.desc = plugin.Descriptor{
 		Name:         spec.Name,
@@ -213,132 +203,6 @@ func (t *wasmTool) ready(ctx context.Context) error {
 	}
 }
 
-// refill keeps the pool full until the tool closes.
-//
-// The pool starts filling on first use (the first call, or Adapter.Ready),
-// not when compilation ends: a one-shot host (host call) would only build
-// instances it never uses, competing with its one call.
-func (t *wasmTool) refill() {
-	defer t.wg.Done()
-	background() // after the calls and their clients (background_linux.go)
-	backoff := 10 * time.Millisecond
-	for {
-		select {
-		case <-t.kick:
-		case <-t.quit:
-			return
-		}
-		for {
-			// Used instances are closed first, and again before each new
-			// one is made, so that their memories go back to the
-			// adapter's pool before new ones are taken from it.
-			t.closeRetired()
-			if t.pool.full() {
-				break
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), t.limits.Timeout)
-			inst, err := t.newInstance(ctx, t.spec)
-			if err == nil && t.direct() {
-				inst.prepareDirect(ctx)
-			}
-			cancel()
-			if err != nil {
-				t.log.Warn("pre-instantiating", "error", err)
-				select {
-				case <-time.After(backoff):
-				case <-t.quit:
-					return
-				}
-				backoff = min(2*backoff, 5*time.Second)
-				continue
-			}
-			backoff = 10 * time.Millisecond
-			if !t.pool.push(inst) {
-				inst.close() // closed meanwhile
-				return
-			}
-		}
-	}
-}
-
-// take returns a fresh instance: from the pool if one is ready, else built
-// now. Pooled instances carry the Load spec's mounts; a call whose spec
-// mounts something else gets an instance built for it.
-func (t *wasmTool) take(ctx context.Context, spec *plugin.Spec) (*instance, error) {
-	if spec != t.spec && !slices.Equal(spec.Capabilities.Mounts, t.spec.Capabilities.Mounts) {
-		return t.newInstance(ctx, spec)
-	}
-	if t.pool != nil {
-		if inst := t.pool.pop(); inst != nil {
-			return inst, nil
-		}
-		t.refillLater()
-		// The refill lags (a burst, or a busy machine). Close the used
-		// instances before making this one, as the refill does: a
-		// recycled memory spares the new instance a page fault for every
-		// page of its memory image, more than the closing costs.
-		t.closeRetired()
-	}
-	return t.newInstance(ctx, t.spec)
-}
-
-// retire disposes of a used instance. Closing one (freeing its memory,
-// removing its /tmp) takes a few hundred microseconds, so it is left to the
-// background goroutine when there is one; the instance is never used again
-// either way.
-func (t *wasmTool) retire(inst *instance) {
-	inst.stopBatch() // the call is over: no file is read for it after this
-	if t.pool != nil {
-		select {
-		case <-t.quit:
-		case t.retired <- inst:
-			return
-		default:
-		}
-	}
-	inst.close()
-}
-
-func (t *wasmTool) closeRetired() {
-	for {
-		select {
-		case inst := <-t.retired:
-			inst.close()
-		default:
-			return
-		}
-	}
-}
-
-// refillDelay is how long after a call the pool starts refilling: long
-// enough for the call's answer to reach its client. Kicked at once, the
-// refill (several hundred microseconds of CPU at nice 19) ran while the
-// host wrote the answer and the client woke to read it; over MCP on two
-// CPUs a paced listing took 1,000-1,071 us at p50 with the immediate kick
-// and 856-927 us with this delay (two runs each, alternating builds).
-// A call that finds the pool empty still kicks it at once (take).
-const refillDelay = 2 * time.Millisecond
-
-// refillSoon asks the pool to refill refillDelay from now, unless that is
-// already asked.
-func (t *wasmTool) refillSoon() {
-	if t.pool == nil || !t.armed.CompareAndSwap(false, true) {
-		return
-	}
-	t.soon.Reset(refillDelay)
-}
-
-// refillLater asks the pool to refill now.
-func (t *wasmTool) refillLater() {
-	if t.pool == nil {
-		return
-	}
-	select {
-	case t.kick <- struct{}{}:
-	default:
-	}
-}
-
 // describe fills in the descriptor. A list_tools plugin is asked for it
 // unless the Spec supplies the input schema.
 func (t *wasmTool) describe(ctx context.Context) error {
@@ -386,8 +250,8 @@ func (t *wasmTool) Descriptor() plugin.Descriptor { return t.desc }
 func (t *wasmTool) Call(ctx context.Context, req *plugin.Request) (*plugin.Result, error) {
 	// The pool is refilled after the call, once its answer is out
 	// (refillDelay), so that the work competes neither with the call nor
-	// with delivering its result.
-	defer t.refillSoon()
+	// with delivering its result (pool.go).
+	defer t.used()
 	if err := t.ready(ctx); err != nil {
 		return nil, t.wrap(ctx, err)
 	}
@@ -619,9 +483,6 @@ func firstLine(s string) string {
 func (t *wasmTool) Close() error {
 	t.closeOne.Do(func() {
 		close(t.quit)
-		if t.soon != nil {
-			t.soon.Stop()
-		}
 		t.start.Do(func() { // never compiled: nothing to wait for
 			t.compErr = plugin.Errorf(plugin.CodeToolUnavailable, "%s: closed", t.where)
 			t.code = nil
@@ -646,61 +507,6 @@ func (t *wasmTool) Close() error {
 		t.transport.CloseIdleConnections()
 	})
 	return nil
-}
-
-// instPool holds a tool's pre-instantiated instances. It hands out the one
-// made last: its memory was written most recently and is the most likely
-// to be in the CPU caches, which a fresh instance's first call depends on.
-type instPool struct {
-	mu     sync.Mutex
-	insts  []*instance
-	max    int
-	closed bool
-}
-
-func newInstPool(max int) *instPool { return &instPool{max: max} }
-
-// pop returns the newest instance, or nil if there is none.
-func (p *instPool) pop() *instance {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := len(p.insts)
-	if n == 0 {
-		return nil
-	}
-	inst := p.insts[n-1]
-	p.insts[n-1] = nil
-	p.insts = p.insts[:n-1]
-	return inst
-}
-
-// push adds an instance; false if the pool is closed (the caller closes
-// the instance). A full pool takes it all the same: only refill pushes,
-// after checking full.
-func (p *instPool) push(inst *instance) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return false
-	}
-	p.insts = append(p.insts, inst)
-	return true
-}
-
-// full reports whether the pool holds its size.
-func (p *instPool) full() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.insts) >= p.max
-}
-
-// close empties the pool for good and returns what it held.
-func (p *instPool) close() []*instance {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	insts := p.insts
-	p.insts, p.closed = nil, true
-	return insts
 }
 
 // KeepsDeadline implements plugin.DeadlineKeeper. A guest runs on the
