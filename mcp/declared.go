@@ -20,6 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/plugin/declared"
 )
 
@@ -152,6 +153,9 @@ func (s *Server) getPrompt(p *declared.Prompt) sdk.PromptHandler {
 				return nil, invalidParams("prompt %q: missing required argument %q", p.Name, a.Name)
 			}
 		}
+		if n := promptLen(p, args); n > maxExpanded {
+			return nil, invalidParams("prompt %q: the arguments make %s of messages, over the %s limit", p.Name, plugin.FormatSize(int64(n)), plugin.FormatSize(maxExpanded))
+		}
 		res := &sdk.GetPromptResult{Description: p.Description}
 		for _, m := range p.Messages {
 			pm := &sdk.PromptMessage{Role: sdk.Role(m.Role)}
@@ -214,8 +218,37 @@ func (s *Server) readTemplate(t *declared.Template) sdk.ResourceHandler {
 		if !ok {
 			return nil, sdk.ResourceNotFoundError(uri)
 		}
+		if n := t.Text.Len(vars); n > maxExpanded {
+			return nil, invalidParams("resource %q: its values make %s of text, over the %s limit", uri, plugin.FormatSize(int64(n)), plugin.FormatSize(maxExpanded))
+		}
 		return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: t.MIMEType, Text: t.Text.Expand(vars)}}}, nil
 	}
+}
+
+// maxExpanded bounds what a prompt's messages, or a template's text, come
+// to once a client's values are put in. A placeholder repeated in the
+// configuration multiplies the client's bytes (a value of 1 MiB in a
+// message naming it 100 times would be 100 MiB); the messages and texts
+// themselves are small, and the declared files are capped at 10 MiB.
+const maxExpanded = 16 << 20
+
+// promptLen returns what p's messages come to with args put in.
+func promptLen(p *declared.Prompt, args map[string]string) int {
+	n := 0
+	for _, m := range p.Messages {
+		switch {
+		case m.Text != nil:
+			n += m.Text.Len(args)
+		case m.Image != nil:
+			n += len(m.Image.Data)
+		case m.Resource != nil:
+			n += m.Resource.URI.Len(args) + len(m.Resource.Blob)
+			if m.Resource.Text != nil {
+				n += m.Resource.Text.Len(args)
+			}
+		}
+	}
+	return n
 }
 
 // complete answers completion/complete from the configured values of a

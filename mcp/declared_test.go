@@ -458,3 +458,27 @@ func TestServerNothingDeclared(t *testing.T) {
 		t.Errorf("resources/subscribe: %v", err)
 	}
 }
+
+// TestServerPromptAmplification: a message that names an argument many
+// times multiplies what the client sends. A value that would make the
+// messages larger than the limit is refused with -32602 before anything is
+// built, and the session goes on serving; under the limit it is expanded.
+func TestServerPromptAmplification(t *testing.T) {
+	opts := declaredOptions(t, t.TempDir())
+	opts.Prompts = append(opts.Prompts, declared.Prompt{
+		Name:      "echo200",
+		Arguments: []declared.Argument{{Name: "x", Required: true}},
+		Messages:  []declared.Message{{Role: declared.RoleUser, Text: func() *declared.Text { t := declared.ParseText(strings.Repeat("{{x}}", 200)); return &t }()}},
+	})
+	cs := declaredSession(t, opts, clientOptions{})
+	ctx := context.Background()
+	big := strings.Repeat("a", 100<<10) // 200 x 100 KiB = 20 MiB
+	_, err := cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "echo200", Arguments: map[string]string{"x": big}})
+	if rpcCode(err) != jsonrpc.CodeInvalidParams || !strings.Contains(err.Error(), "over the 16MiB limit") {
+		t.Fatalf("20 MiB of messages: got %v, want -32602 naming the limit", err)
+	}
+	res, err := cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "echo200", Arguments: map[string]string{"x": "ab"}})
+	if err != nil || len(res.Messages) != 1 || res.Messages[0].Content.(*sdk.TextContent).Text != strings.Repeat("ab", 200) {
+		t.Fatalf("a small value: %v %+v", err, res)
+	}
+}

@@ -174,6 +174,9 @@ func FuzzText(f *testing.F) {
 			args[p] = value
 		}
 		got := txt.Expand(args)
+		if n := txt.Len(args); n != len(got) {
+			t.Fatalf("%q with %q: Len %d, expanded to %d bytes", text, value, n, len(got))
+		}
 		// Expanding with the placeholders as their own values gives the
 		// text back; a value containing {{...}} shows up literally.
 		self := map[string]string{}

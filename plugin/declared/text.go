@@ -128,6 +128,21 @@ func (t Text) Expand(args map[string]string) string {
 	return b.String()
 }
 
+// Len returns the length of Expand(args) without building it: a text that
+// repeats a placeholder multiplies what a client sends, and a server
+// checks the product before it spends the memory.
+func (t Text) Len(args map[string]string) int {
+	n := 0
+	for _, p := range t.parts {
+		if p.arg != "" {
+			n += len(args[p.arg])
+		} else {
+			n += len(p.lit)
+		}
+	}
+	return n
+}
+
 // URITemplate is an RFC 6570 level-1 URI template: literal text and
 // {var} expressions, nothing else (no operators, no explode, no prefix).
 type URITemplate struct {
