@@ -285,6 +285,23 @@ func TestServerSubscribe(t *testing.T) {
 			if err != nil || res.Contents[0].Text != "v2, longer" {
 				t.Errorf("read after the change: %v %+v", err, res)
 			}
+			// The same size, and the modification time put back.
+			for len(updated) > 0 {
+				<-updated
+			}
+			fi, err := os.Stat(filepath.Join(dir, "watched.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			write("v2, LONGER")
+			if err := os.Chtimes(filepath.Join(dir, "watched.txt"), fi.ModTime(), fi.ModTime()); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-updated:
+			case <-time.After(5 * time.Second):
+				t.Fatal("no notifications/resources/updated after a same-size rewrite that kept the modification time")
+			}
 			if err := cs.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: "docs://watched"}); err != nil {
 				t.Fatal(err)
 			}

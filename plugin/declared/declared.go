@@ -127,8 +127,9 @@ func (r *Resource) Read() ([]byte, error) {
 	return ReadFile(r.Root, r.Path, MaxFileBytes)
 }
 
-// Stamp returns what changes when the resource's file does (size and
-// modification time), for watching it.
+// Stamp returns what changes when the resource's file does (size,
+// modification time and, on unix, status change time and inode), for
+// watching it.
 func (r *Resource) Stamp() (string, error) {
 	if r.Path == "" {
 		return "", nil
@@ -142,7 +143,7 @@ func (r *Resource) Stamp() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%d/%d", fi.Size(), fi.ModTime().UnixNano()), nil
+	return fmt.Sprintf("%d/%d", fi.Size(), fi.ModTime().UnixNano()) + changeStamp(fi), nil
 }
 
 // Template is a resource template: a URI template whose variables are
