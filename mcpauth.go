@@ -136,14 +136,19 @@ func oauthServer(cfg *config.Config, name string) (*config.MCPServer, error) {
 	return nil, fmt.Errorf("%s", msg)
 }
 
-// Logout deletes the stored token of cfg's mcp_server called name; it
-// reports whether there was one. The token is not revoked at the server.
-func Logout(cfg *config.Config, name string) (bool, error) {
+// Logout deletes the stored token of cfg's mcp_server called name and
+// asks its authorization server to revoke it (RFC 7009): had reports
+// whether a token was stored, rev whether the server revoked it and why
+// not; err is a failure to delete it, or a name that is not an OAuth
+// server.
+func Logout(ctx context.Context, cfg *config.Config, name string, log hclog.Logger) (had bool, rev oauth.Revocation, err error) {
 	m, err := oauthServer(cfg, name)
 	if err != nil {
-		return false, err
+		return false, rev, err
 	}
-	return oauth.NewStore(TokenDir(cfg)).Delete(m.URL)
+	a := mcp.NewAdapter(mcp.AdapterOptions{Logger: log, Secrets: cfg.Secrets, Version: Version, TokenDir: TokenDir(cfg)})
+	defer a.Close()
+	return a.Logout(ctx, mcpServerOf(*m), slices.Clone(m.Secrets))
 }
 
 // Login runs the OAuth flow of cfg's mcp_server called name now and

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -321,8 +322,71 @@ secret "cred" {
 			if srv.Logins.Load() != 0 {
 				t.Error("client credentials ran a login")
 			}
-			tokenFile(t, cache)
+			_, rec := tokenFile(t, cache)
+			// Logging out revokes the token, the client authenticating
+			// as it does for tokens (its secret, or an assertion).
+			had, rev, err := toolhost.Logout(context.Background(), h.Config, "remote", hclog.NewNullLogger())
+			if err != nil || !had || !rev.Revoked {
+				t.Fatalf("logout: had %v, %+v, %v; want the token revoked", had, rev, err)
+			}
+			if srv.Revocations.Load() != 1 || srv.Valid(rec.AccessToken) {
+				t.Errorf("%d revocation requests, the access token still valid: %v", srv.Revocations.Load(), srv.Valid(rec.AccessToken))
+			}
 		})
+	}
+}
+
+// Logging out revokes the refresh token and the access token at the
+// authorization server (RFC 7009; the client registered itself, and
+// authenticates with the secret it got) and deletes the stored token. A
+// server with no revocation endpoint, or whose metadata no longer names
+// the token endpoint that issued the token, is sent nothing: the token is
+// deleted all the same, and the reason given.
+func TestOAuthLogoutRevokes(t *testing.T) {
+	ctx := context.Background()
+	log := hclog.NewNullLogger()
+	srv, cache, _, h := loggedIn(t, oauthtest.Options{})
+	file, rec := tokenFile(t, cache)
+	had, rev, err := toolhost.Logout(ctx, h.Config, "remote", log)
+	if err != nil || !had || !rev.Revoked || rev.Err != nil {
+		t.Fatalf("logout: had %v, %+v, %v; want the token revoked", had, rev, err)
+	}
+	if srv.Revocations.Load() != 2 || srv.Valid(rec.AccessToken) {
+		t.Errorf("%d tokens revoked (want requests for the refresh and the access token); access token still valid: %v", srv.Revocations.Load(), srv.Valid(rec.AccessToken))
+	}
+	if _, err := os.Stat(file); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("token file after logout: %v", err)
+	}
+	if had, _, err := toolhost.Logout(ctx, h.Config, "remote", log); had || err != nil {
+		t.Errorf("second logout: had %v, %v; want nothing to do", had, err)
+	}
+
+	srv, cache, _, h = loggedIn(t, oauthtest.Options{NoRevocation: true})
+	file, rec = tokenFile(t, cache)
+	had, rev, err = toolhost.Logout(ctx, h.Config, "remote", log)
+	if err != nil || !had || rev.Revoked || !errors.Is(rev.Err, oauth.ErrNoRevocation) {
+		t.Fatalf("logout without revocation: had %v, %+v, %v; want ErrNoRevocation", had, rev, err)
+	}
+	if _, err := os.Stat(file); !errors.Is(err, fs.ErrNotExist) || !srv.Valid(rec.AccessToken) {
+		t.Errorf("without revocation: token file %v, access token valid %v; want deleted here, valid there", err, srv.Valid(rec.AccessToken))
+	}
+
+	srv, cache, _, h = loggedIn(t, oauthtest.Options{})
+	file, rec = tokenFile(t, cache)
+	rec.TokenURL = "https://elsewhere.example/token"
+	b, _ := json.Marshal(rec)
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	had, rev, err = toolhost.Logout(ctx, h.Config, "remote", log)
+	if err != nil || !had || rev.Revoked || !errors.Is(rev.Err, oauth.ErrNoRevocation) || !strings.Contains(rev.Err.Error(), "elsewhere.example") {
+		t.Fatalf("logout of a token from another server: had %v, %+v, %v; want ErrNoRevocation naming its token endpoint", had, rev, err)
+	}
+	if srv.Revocations.Load() != 0 {
+		t.Errorf("a token issued elsewhere was sent to this server's revocation endpoint (%d revoked)", srv.Revocations.Load())
+	}
+	if strings.Contains(rev.Err.Error(), rec.AccessToken) || strings.Contains(rev.Err.Error(), rec.RefreshToken) {
+		t.Errorf("the reason names a token: %v", rev.Err)
 	}
 }
 

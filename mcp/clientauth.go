@@ -108,6 +108,22 @@ var _ plugin.SecretHolder = (*remoteTool)(nil)
 // without asking for a token.
 var ErrNoAuthorization = errors.New("the server did not ask for authorization")
 
+// Logout deletes srv's stored token and asks its authorization server to
+// revoke it (oauth.Handler.Logout): had reports whether a token was
+// stored, rev what the server did, err only a failure to delete it.
+// secrets names the secrets the server's oauth block uses (a client secret
+// or key authenticates the revocation as it does token requests).
+func (a *Adapter) Logout(ctx context.Context, srv plugin.MCPServer, secrets []string) (had bool, rev oauth.Revocation, err error) {
+	if srv.OAuth == nil {
+		return false, rev, fmt.Errorf("MCP server %q has no oauth block", srv.Name)
+	}
+	h, err := a.newAuth(newRemote(a, srv, secrets), nil, false)
+	if err != nil {
+		return false, rev, err
+	}
+	return h.Logout(ctx)
+}
+
 // Login runs the server's OAuth flow now, whatever token is stored:
 // for authorization_code, browser sends a person to log in; for
 // client_credentials, a token is requested. The token is stored (TokenDir)

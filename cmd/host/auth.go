@@ -108,22 +108,29 @@ func (a *app) browse(ctx context.Context, authURL string) error {
 func (a *app) authLogout() *cobra.Command {
 	return &cobra.Command{
 		Use:   "logout NAME",
-		Short: "Delete the stored token of the MCP server NAME",
-		Long:  "Delete the stored token; the next host needs a new login. The token is not\nrevoked at the server.",
-		Args:  cobra.ExactArgs(1),
+		Short: "Revoke and delete the stored token of the MCP server NAME",
+		Long: "Ask the server's authorization server to revoke the stored token (RFC 7009:\n" +
+			"the refresh token, then the access token) and delete it; the next host needs a\n" +
+			"new login. The token is deleted even when the server offers no revocation or\n" +
+			"refuses it; that is reported on stderr.",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := a.authConfig()
 			if err != nil {
 				return err
 			}
-			had, err := toolhost.Logout(cfg, args[0])
+			had, rev, err := toolhost.Logout(cmd.Context(), cfg, args[0], a.logger(cfg.Host.LogLevel))
 			if err != nil {
 				return err
 			}
-			if had {
-				fmt.Fprintf(a.stdout, "Logged out of %s: its token is deleted.\n", args[0])
-			} else {
+			switch {
+			case !had:
 				fmt.Fprintf(a.stdout, "No token stored for %s.\n", args[0])
+			case rev.Revoked:
+				fmt.Fprintf(a.stdout, "Logged out of %s: its token is revoked at the server and deleted.\n", args[0])
+			default:
+				fmt.Fprintf(a.stdout, "Logged out of %s: its token is deleted.\n", args[0])
+				fmt.Fprintf(a.stderr, "warning: the token was not revoked at the server: %v\n", rev.Err)
 			}
 			return nil
 		},

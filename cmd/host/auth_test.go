@@ -117,6 +117,9 @@ func TestCLIAuthLoginEndToEnd(t *testing.T) {
 	if len(opened) != 1 {
 		t.Fatalf("the browser was sent %d times, want once: %v", len(opened), opened)
 	}
+	if n := srv.Revocations.Load(); n != 2 {
+		t.Errorf("host auth logout made %d revocation requests, want 2 (refresh and access token)", n)
+	}
 	u, err := url.Parse(opened[0])
 	if err != nil || u.Query().Get("code_challenge_method") != "S256" || u.Query().Get("resource") != srv.URL {
 		t.Errorf("authorization URL %s: want PKCE S256 and resource=%s", opened[0], srv.URL)

@@ -58,6 +58,8 @@ type Options struct {
 	// Scopes are the scopes the MCP server requires (and names in its
 	// metadata).
 	Scopes []string
+	// NoRevocation leaves token revocation (RFC 7009) out.
+	NoRevocation bool
 }
 
 // Server is a running authorization server and protected MCP server.
@@ -69,6 +71,8 @@ type Server struct {
 	// authorization requests, registrations, refresh grants and client
 	// credentials grants served.
 	Logins, Registrations, Refreshes, ClientGrants atomic.Int32
+	// Revocations counts the requests the revocation endpoint accepted.
+	Revocations atomic.Int32
 
 	opts Options
 	mu   sync.Mutex
@@ -134,6 +138,9 @@ func Start(t testing.TB, opts Options) *Server {
 	if !opts.NoRegistration {
 		mux.HandleFunc("POST /register", s.register)
 	}
+	if !opts.NoRevocation {
+		mux.HandleFunc("POST /revoke", s.revoke)
+	}
 	return s
 }
 
@@ -185,6 +192,9 @@ func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
 	}
 	if !s.opts.NoRegistration {
 		m["registration_endpoint"] = s.Issuer + "/register"
+	}
+	if !s.opts.NoRevocation {
+		m["revocation_endpoint"] = s.Issuer + "/revoke"
 	}
 	writeJSON(w, http.StatusOK, m)
 }
@@ -358,6 +368,46 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		resp["refresh_token"] = rt
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// revoke implements RFC 7009: the client authenticates as at the token
+// endpoint, and may revoke only its own tokens; a token it does not know is
+// answered 200 all the same. Revoking a refresh token revokes the access
+// tokens of its grant too.
+func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		oauthError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return
+	}
+	client, err := s.clientOf(r)
+	if err != nil {
+		oauthError(w, http.StatusUnauthorized, "invalid_client", err.Error())
+		return
+	}
+	tok := r.PostForm.Get("token")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g, ok := s.refresh[tok]; ok && g.client == client {
+		delete(s.refresh, tok)
+		for at, ag := range s.access {
+			if ag.client == client {
+				delete(s.access, at)
+			}
+		}
+	}
+	if g, ok := s.access[tok]; ok && g.client == client {
+		delete(s.access, tok)
+	}
+	s.Revocations.Add(1)
+	w.WriteHeader(http.StatusOK)
+}
+
+// Valid reports whether token is an access token the server accepts.
+func (s *Server) Valid(token string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.access[token]
+	return ok
 }
 
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {

@@ -694,3 +694,22 @@ func (b *countingBody) Read(p []byte) (int, error) {
 	b.t.mu.Unlock()
 	return n, err
 }
+
+func TestSecureEndpoint(t *testing.T) {
+	for u, want := range map[string]bool{
+		"https://as.example/revoke": true,
+		"http://127.0.0.1:8080/r":   true,
+		"http://[::1]/r":            true,
+		"http://localhost/r":        true,
+		"http://as.example/revoke":  false,
+		"http://10.0.0.1/revoke":    false,
+		"ftp://as.example/revoke":   false,
+		"javascript:alert(1)":       false,
+		"://bad":                    false,
+		"http://127.0.0.1.nip.io/r": false,
+	} {
+		if got := secureEndpoint(u); got != want {
+			t.Errorf("secureEndpoint(%q) = %v, want %v", u, got, want)
+		}
+	}
+}
