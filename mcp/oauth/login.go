@@ -13,6 +13,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -105,11 +107,23 @@ func readCallback(q url.Values, state string) (callback, bool) {
 	}
 	switch {
 	case q.Get("error") != "":
-		return callback{err: fmt.Errorf("the authorization server refused the login: %s %s", q.Get("error"), q.Get("error_description"))}, true
+		// Quoted and cut: the words are the server's, and go to a
+		// terminal (an escape sequence in them would be run by it).
+		return callback{err: fmt.Errorf("the authorization server refused the login: %s %s", quoteCut(q.Get("error")), quoteCut(q.Get("error_description")))}, true
 	case q.Get("code") == "":
 		return callback{}, false
 	}
 	return callback{res: &auth.AuthorizationResult{Code: q.Get("code"), State: state, Iss: q.Get("iss")}}, true
+}
+
+// quoteCut quotes s as Go does (control characters and invalid UTF-8
+// escaped), cut to its first 200 bytes.
+func quoteCut(s string) string {
+	const max = 200
+	if len(s) > max {
+		return strconv.Quote(strings.ToValidUTF8(s[:max], "")) + "…"
+	}
+	return strconv.Quote(s)
 }
 
 // errLoginTimeout is wrapped when nobody came back from the login page.

@@ -211,7 +211,7 @@ func TestFetchCode(t *testing.T) {
 		browser       Browser
 	}{
 		{"code", "", []string{"code=abc&state=xyz"}, nil},
-		{"refused", "refused the login: access_denied no", []string{"error=access_denied&error_description=no&state=xyz"}, nil},
+		{"refused", `refused the login: "access_denied" "no"`, []string{"error=access_denied&error_description=no&state=xyz"}, nil},
 		// A return with another state (a stale tab, a hostile page) is
 		// not this login's: it neither ends the wait nor is taken.
 		{"wrong state first", "", []string{"code=evil&state=other", "error=access_denied&state=other", "code=evil", "code=abc&state=xyz"}, nil},
@@ -298,6 +298,7 @@ func FuzzCallback(f *testing.F) {
 		{"code=%zz&state=xyz", "xyz"},
 		{"iss=https%3A%2F%2Fas.example&code=c&state=s", "s"},
 		{";;&&==", ""},
+		{"error=x%1b%5b2J&error_description=%1b%5d0%3btitle%07&state=s", "s"},
 	} {
 		f.Add(seed.query, seed.state)
 	}
@@ -318,6 +319,12 @@ func FuzzCallback(f *testing.F) {
 		}
 		if a.res != nil && (a.res.Code == "" || a.res.Code != q.Get("code") || a.res.State != state) {
 			t.Fatalf("result %+v from %q", a.res, raw)
+		}
+		if a.err != nil {
+			msg := a.err.Error()
+			if strings.ContainsFunc(msg, func(r rune) bool { return r < 0x20 || r == 0x7f }) || len(msg) > 600 {
+				t.Fatalf("the server's words reach the terminal unescaped or uncut: %q", msg)
+			}
 		}
 	})
 }
