@@ -230,6 +230,10 @@ func TestOAuthUnattendedNeedsLogin(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Code != plugin.CodeToolUnavailable || !strings.Contains(err.Error(), "run `host auth login remote`") {
 		t.Fatalf("err = %v, want TOOL_UNAVAILABLE saying to run host auth login remote", err)
 	}
+	var lre *oauth.LoginRequiredError
+	if !errors.Is(err, oauth.ErrLoginRequired) || !errors.As(err, &lre) || lre.Server != "remote" {
+		t.Errorf("err = %v: want errors.Is ErrLoginRequired and a *LoginRequiredError for remote, for embedders", err)
+	}
 	if srv.Registrations.Load() != 0 || srv.Logins.Load() != 0 {
 		t.Errorf("an unattended host registered (%d) or logged in (%d)", srv.Registrations.Load(), srv.Logins.Load())
 	}

@@ -280,6 +280,7 @@ type remote struct {
 	rejected map[string]string
 	down     bool
 	reason   string
+	cause    error // of reason, for errors.Is: *oauth.LoginRequiredError, or nil
 	last     time.Time     // last connection attempt
 	probing  chan struct{} // closed when the current probe ends
 	connMu   sync.Mutex    // serializes connection attempts
@@ -415,7 +416,7 @@ func (r *remote) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	}
 	r.mu.Lock()
 	r.session = cs
-	r.down, r.reason = false, ""
+	r.down, r.reason, r.cause = false, "", nil
 	r.mu.Unlock()
 	return cs, nil
 }
@@ -575,14 +576,16 @@ func descriptorOf(e *manifestEntry) plugin.Descriptor {
 // markDown records a failure to reach the server and drops its session.
 func (r *remote) markDown(err error) {
 	reason := fmt.Sprintf("MCP server %q is unreachable: %s", r.srv.Name, r.redact(err))
+	var cause error
 	if r.needsLogin(err) {
-		reason = (&oauth.LoginRequiredError{Server: r.srv.Name}).Error()
+		cause = &oauth.LoginRequiredError{Server: r.srv.Name}
+		reason = cause.Error()
 	}
 	r.mu.Lock()
 	cs := r.session
 	r.session = nil
 	r.down = true
-	r.reason = reason
+	r.reason, r.cause = reason, cause
 	r.last = time.Now()
 	r.mu.Unlock()
 	if cs != nil {
@@ -678,8 +681,9 @@ type remoteTool struct {
 }
 
 var (
-	_ plugin.Tool         = (*remoteTool)(nil)
-	_ plugin.Availability = (*remoteTool)(nil)
+	_ plugin.Tool             = (*remoteTool)(nil)
+	_ plugin.Availability     = (*remoteTool)(nil)
+	_ plugin.UnavailableCause = (*remoteTool)(nil)
 )
 
 func (t *remoteTool) Descriptor() plugin.Descriptor { return t.desc }
@@ -693,6 +697,17 @@ func (t *remoteTool) Available() (bool, string) {
 		return false, why
 	}
 	return true, ""
+}
+
+// UnavailableCause implements plugin.UnavailableCause: a server that
+// needs a login says so as an *oauth.LoginRequiredError.
+func (t *remoteTool) UnavailableCause() error {
+	t.r.mu.Lock()
+	defer t.r.mu.Unlock()
+	if !t.r.down {
+		return nil
+	}
+	return t.r.cause
 }
 
 // callTrack notes, per attempt of a call, that a response went over the

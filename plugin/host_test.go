@@ -182,6 +182,28 @@ func TestAvailability(t *testing.T) {
 	wantOK(t, res, err, "{}")
 }
 
+// causedTool is a flakyTool whose unavailability has a cause.
+type causedTool struct {
+	*flakyTool
+	cause error
+}
+
+func (c *causedTool) UnavailableCause() error { return c.cause }
+
+// A tool's unavailability cause is wrapped by the TOOL_UNAVAILABLE error,
+// for errors.Is and errors.As (an embedder tells "needs a login" apart).
+func TestUnavailableCause(t *testing.T) {
+	errLogin := errors.New("needs a login")
+	tool := &causedTool{flakyTool: &flakyTool{Tool: echoArgs()}, cause: errLogin}
+	h := newHost(t, plugin.Options{})
+	mustRegister(t, h, plugin.Spec{Name: "remote", Tier: plugin.TierReadOnly}, tool)
+	tool.set("MCP server needs a login")
+	_, err := invoke(t, h, call("remote", `{}`))
+	if !errors.Is(err, errLogin) || !errors.Is(err, plugin.ErrToolUnavailable) {
+		t.Errorf("err = %v: want TOOL_UNAVAILABLE wrapping its cause", err)
+	}
+}
+
 // freshAdapter loads a new tool for every spec, as the wasm and subprocess
 // adapters do.
 type freshAdapter struct {

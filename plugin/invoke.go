@@ -171,7 +171,11 @@ func (h *Host) run(ctx context.Context, call Call, caller *nestedInvoker, parent
 		return nil, LimitError("depth", "nested tool invocations are limited to a depth of %d", h.maxDepth)
 	}
 	if ok, why := availability(e.tool); !ok {
-		return nil, Errorf(CodeToolUnavailable, "tool %q is unavailable: %s", call.Name, why)
+		err := Errorf(CodeToolUnavailable, "tool %q is unavailable: %s", call.Name, why)
+		if c, ok := e.tool.(UnavailableCause); ok {
+			err.Err = c.UnavailableCause()
+		}
+		return nil, err
 	}
 
 	// Safety tier / approval.

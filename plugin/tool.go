@@ -70,6 +70,14 @@ type Availability interface {
 	Available() (ok bool, reason string)
 }
 
+// UnavailableCause is implemented by an Availability whose reason has a
+// cause callers can test with errors.Is and errors.As (an MCP server that
+// needs a login: oauth.ErrLoginRequired). The TOOL_UNAVAILABLE error of a
+// call to the tool wraps it. nil: no cause beyond the reason's text.
+type UnavailableCause interface {
+	UnavailableCause() error
+}
+
 // SecretHolder is implemented by tools that hold credentials the host did
 // not resolve for them (an MCP server's OAuth tokens, which its adapter
 // obtains and refreshes), so that the pipeline redacts them from results,
