@@ -280,7 +280,7 @@ type remote struct {
 	rejected map[string]string
 	down     bool
 	reason   string
-	cause    error // of reason, for errors.Is: *oauth.LoginRequiredError, or nil
+	cause    error         // of reason, for errors.Is: *oauth.LoginRequiredError, or nil
 	last     time.Time     // last connection attempt
 	probing  chan struct{} // closed when the current probe ends
 	connMu   sync.Mutex    // serializes connection attempts
