@@ -397,7 +397,11 @@ func (r *remote) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	r.mu.Unlock()
 	// The shared session has no standalone stream: nothing a server sends
 	// outside a call's stream could reach a caller (a call that may be
-	// asked has a session of its own, askingSession).
+	// asked has a session of its own, askingSession). A server built on
+	// the Go SDK fails a request it has no stream for at once; opening
+	// the stream to refuse such requests ourselves put every call of the
+	// session at the mercy of the server's GET handling (a malformed
+	// event there failed the call in flight).
 	cs, err := connectBounded(ctx, r.client(nil), r.transport(true))
 	if err != nil {
 		err = fmt.Errorf("connecting: %w", err)

@@ -265,3 +265,40 @@ func TestClientCarriesServerRequests(t *testing.T) {
 		})
 	}
 }
+
+// TestClientRefusesStandaloneAsk: a server built on the Go SDK that asks
+// on its standalone stream (not tied to the call) while a tool without the
+// client grant runs hears at once that the request went nowhere (the
+// shared session opens no standalone stream), rather than the call
+// waiting out its timeout.
+func TestClientRefusesStandaloneAsk(t *testing.T) {
+	s := sdk.NewServer(&sdk.Implementation{Name: "asking", Version: "0"}, nil)
+	s.AddTool(&sdk.Tool{Name: "standalone", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		// Not the call's context: the SDK's server sends the request on
+		// the session's standalone stream.
+		actx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+		defer cancel()
+		_, err := req.Session.CreateMessage(actx, &sdk.CreateMessageParams{MaxTokens: 5, Messages: []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: "hi"}}}})
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf("asked: %v", err)}}}, nil
+	})
+	url := serveHTTP(t, sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil))
+	a := mcp.NewAdapter(mcp.AdapterOptions{})
+	h, err := plugin.NewHost(plugin.Options{Adapters: []plugin.Adapter{a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	spec := plugin.Spec{Name: "asking/standalone", Tier: plugin.TierReadOnly,
+		Source: plugin.Source{Kind: mcp.Kind, Tool: "standalone", Server: &plugin.MCPServer{Name: "asking", URL: url}}, Limits: plugin.Limits{Timeout: 10 * time.Second}}
+	if err := h.Load(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	res, err := h.Invoke(context.Background(), plugin.Call{Name: "asking/standalone", Arguments: json.RawMessage(`{}`), Client: &askedClient{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 4*time.Second || !strings.Contains(res.TextContent(), "asked: ") || strings.Contains(res.TextContent(), "asked: <nil>") {
+		t.Errorf("after %v the server heard %q; want a refusal at once", d, res.TextContent())
+	}
+}
