@@ -302,3 +302,56 @@ func TestClientRefusesStandaloneAsk(t *testing.T) {
 		t.Errorf("after %v the server heard %q; want a refusal at once", d, res.TextContent())
 	}
 }
+
+// BenchmarkRemoteAskingSession: what a remote tool granted client.* pays
+// for its session of its own (initialize, notifications/initialized and
+// the session's close around every call) against the same call on the
+// shared session, to an in-process server over HTTP on 127.0.0.1.
+//
+//	go test ./mcp -run '^$' -bench RemoteAskingSession -benchtime 2000x
+func BenchmarkRemoteAskingSession(b *testing.B) {
+	s := sdk.NewServer(&sdk.Implementation{Name: "asking", Version: "0"}, nil)
+	s.AddTool(&sdk.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "hi"}}}, nil
+	})
+	url := serveHTTP(b, sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil))
+	for _, tc := range []struct {
+		name string
+		caps plugin.Capabilities
+	}{
+		{"shared", plugin.Capabilities{}},
+		{"own-session", plugin.Capabilities{Sampling: true, Elicitation: true}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			a := mcp.NewAdapter(mcp.AdapterOptions{})
+			h, err := plugin.NewHost(plugin.Options{Adapters: []plugin.Adapter{a}, Grants: plugin.Capabilities{Sampling: true, Elicitation: true}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer h.Close()
+			spec := plugin.Spec{Name: "asking/echo", Tier: plugin.TierReadOnly, Capabilities: tc.caps,
+				Source: plugin.Source{Kind: mcp.Kind, Tool: "echo", Server: &plugin.MCPServer{Name: "asking", URL: url}}}
+			if err := h.Load(context.Background(), spec); err != nil {
+				b.Fatal(err)
+			}
+			call := plugin.Call{Name: "asking/echo", Arguments: json.RawMessage(`{}`), Client: &askedClient{}}
+			for range 20 {
+				if _, err := h.Invoke(context.Background(), call); err != nil {
+					b.Fatal(err)
+				}
+			}
+			lat := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				t0 := time.Now()
+				if _, err := h.Invoke(context.Background(), call); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			b.StopTimer()
+			reportPercentiles(b, lat)
+		})
+	}
+}
