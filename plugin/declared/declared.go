@@ -128,7 +128,7 @@ func (r *Resource) Read() ([]byte, error) {
 }
 
 // Stamp returns what changes when the resource's file does (size,
-// modification time and, on unix, status change time and inode), for
+// modification time and, on Linux, status change time and inode), for
 // watching it.
 func (r *Resource) Stamp() (string, error) {
 	if r.Path == "" {
