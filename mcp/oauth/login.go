@@ -14,8 +14,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
@@ -117,13 +117,18 @@ func readCallback(q url.Values, state string) (callback, bool) {
 }
 
 // quoteCut quotes s as Go does (control characters and invalid UTF-8
-// escaped), cut to its first 200 bytes.
+// escaped) and cuts the quoted text to about 200 bytes.
 func quoteCut(s string) string {
 	const max = 200
-	if len(s) > max {
-		return strconv.Quote(strings.ToValidUTF8(s[:max], "")) + "…"
+	q := strconv.Quote(s)
+	if len(q) <= max {
+		return q
 	}
-	return strconv.Quote(s)
+	cut := max
+	for cut > 0 && !utf8.RuneStart(q[cut]) {
+		cut--
+	}
+	return q[:cut] + "…"
 }
 
 // errLoginTimeout is wrapped when nobody came back from the login page.

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -28,6 +29,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -717,6 +719,51 @@ func TestSecureEndpoint(t *testing.T) {
 	} {
 		if got := secureEndpoint(u); got != want {
 			t.Errorf("secureEndpoint(%q) = %v, want %v", u, got, want)
+		}
+	}
+}
+
+// A revocation endpoint on another host than the token endpoint that
+// issued the token is sent nothing: anyone can publish metadata naming
+// someone else's token endpoint beside a revocation endpoint of their own
+// (and an MCP server's metadata can point at such an issuer).
+func TestRevokeOnlyAtTheTokenEndpointsHost(t *testing.T) {
+	var hits atomic.Int32
+	mux := http.NewServeMux()
+	attacker := httptest.NewServer(mux)
+	defer attacker.Close()
+	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"issuer":%q,"authorization_endpoint":"https://legit.example/authorize","token_endpoint":"https://legit.example/token","revocation_endpoint":%q,"response_types_supported":["code"],"code_challenge_methods_supported":["S256"]}`, attacker.URL, attacker.URL+"/revoke")
+	})
+	mux.HandleFunc("/revoke", func(http.ResponseWriter, *http.Request) { hits.Add(1) })
+	store := NewStore(t.TempDir())
+	mcpURL := attacker.URL + "/mcp"
+	if err := store.Save(&Record{ServerURL: mcpURL, Grant: GrantAuthorizationCode, Issuer: attacker.URL, TokenURL: "https://legit.example/token",
+		ClientID: "c", ClientSecret: "cs-secret", AccessToken: "at-secret", RefreshToken: "rt-secret"}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Config{Server: "remote", URL: mcpURL, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	had, rev, err := h.Logout(context.Background())
+	if err != nil || !had || rev.Revoked || !errors.Is(rev.Err, ErrNoRevocation) {
+		t.Fatalf("logout: had %v, %+v, %v; want ErrNoRevocation", had, rev, err)
+	}
+	if hits.Load() != 0 {
+		t.Errorf("the tokens went to a revocation endpoint on another host (%d requests)", hits.Load())
+	}
+	if rec, _ := store.Load(mcpURL); rec != nil {
+		t.Error("the token is still stored")
+	}
+}
+
+func TestQuoteCut(t *testing.T) {
+	for _, s := range []string{strings.Repeat("\x01", 200), strings.Repeat("é", 300), "\x1b[2Jok", strings.Repeat("\xff", 250)} {
+		q := quoteCut(s)
+		if len(q) > 210 || strings.ContainsFunc(q, func(r rune) bool { return r < 0x20 || r == 0x7f }) || !utf8.ValidString(q) {
+			t.Errorf("quoteCut(%q...) = %q (%d bytes)", s[:min(len(s), 8)], q, len(q))
 		}
 	}
 }

@@ -77,16 +77,21 @@ func (h *Handler) revoke(ctx context.Context, rec *Record) error {
 	for _, issuer := range issuers {
 		asm, err := auth.GetAuthServerMetadata(ctx, issuer, h.cfg.HTTPClient)
 		if err != nil {
-			return fmt.Errorf("reading %s's metadata: %w", issuer, err)
+			return fmt.Errorf("reading %s's metadata: %w", quoteCut(issuer), err)
 		}
 		if asm == nil || asm.TokenEndpoint != rec.TokenURL {
 			continue
 		}
 		if asm.RevocationEndpoint == "" {
-			return fmt.Errorf("%w (%s names no revocation_endpoint)", ErrNoRevocation, issuer)
+			return fmt.Errorf("%w (%s names no revocation_endpoint)", ErrNoRevocation, quoteCut(issuer))
 		}
 		if !secureEndpoint(asm.RevocationEndpoint) {
-			return fmt.Errorf("%s's revocation_endpoint %q is neither https nor loopback: the token is not sent there", issuer, asm.RevocationEndpoint)
+			return fmt.Errorf("%s's revocation_endpoint %s is neither https nor loopback: the token is not sent there", quoteCut(issuer), quoteCut(asm.RevocationEndpoint))
+		}
+		if !sameOrigin(asm.RevocationEndpoint, rec.TokenURL) {
+			// Anyone can publish metadata that names another server's
+			// token endpoint beside a revocation endpoint of their own.
+			return fmt.Errorf("%w: %s's revocation_endpoint %s is not on the host of the token endpoint that issued the token (%s)", ErrNoRevocation, quoteCut(issuer), quoteCut(asm.RevocationEndpoint), rec.TokenURL)
 		}
 		endpoint = asm.RevocationEndpoint
 		break
@@ -125,12 +130,14 @@ func (h *Handler) revokeOne(ctx context.Context, rec *Record, endpoint, token, h
 	}
 	resp, err := h.cfg.HTTPClient.Do(req)
 	if err != nil {
-		return err
+		return errors.New(redactSent(err.Error(), form, pass))
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
+	if resp.StatusCode/100 != 2 {
+		// The server's words, which may echo what it was sent, go to a
+		// terminal: what was sent is taken out, the rest quoted and cut.
+		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, quoteCut(redactSent(strings.TrimSpace(string(body)), form, pass)))
 	}
 	return nil
 }
@@ -195,6 +202,38 @@ func secureEndpoint(u string) bool {
 	}
 	a, err := netip.ParseAddr(p.Hostname())
 	return err == nil && a.IsLoopback()
+}
+
+// redactSent removes from s every value of form but the hint, and the
+// Basic password: the token, a client secret or assertion.
+func redactSent(s string, form url.Values, pass string) string {
+	for k, vs := range form {
+		if k == "token_type_hint" || k == "client_id" || k == "client_assertion_type" {
+			continue
+		}
+		for _, v := range vs {
+			if v != "" {
+				s = strings.ReplaceAll(s, v, "[REDACTED]")
+			}
+		}
+	}
+	if pass != "" {
+		s = strings.ReplaceAll(s, pass, "[REDACTED]")
+	}
+	return s
+}
+
+// sameOrigin reports whether a and b have the same scheme, host and port.
+func sameOrigin(a, b string) bool {
+	ua, err := url.Parse(a)
+	if err != nil {
+		return false
+	}
+	ub, err := url.Parse(b)
+	if err != nil {
+		return false
+	}
+	return ua.Scheme == ub.Scheme && strings.EqualFold(ua.Host, ub.Host)
 }
 
 // redactTokens removes rec's tokens and secret from s (a server's error
