@@ -612,14 +612,14 @@ func (r *remote) dropSession(cs *sdk.ClientSession) {
 // down is probed again (at most once per RetryGap), and the answer waits
 // up to ProbeWait for that probe, so that the first call after a server
 // came back finds it.
-func (r *remote) available() (bool, string) {
+func (r *remote) available() (bool, string, error) {
 	r.mu.Lock()
 	if !r.down || r.headers == nil || r.auth != nil && r.a.opts.Browser != nil && r.auth.NeedsLogin() {
 		// Up, or not contacted yet because its secrets come with the
 		// first call, or waiting for a login the call can run: let the
 		// call find out.
 		r.mu.Unlock()
-		return true, ""
+		return true, "", nil
 	}
 	// Only the caller that starts a probe waits for it: while one runs,
 	// others get the last known state at once.
@@ -640,7 +640,10 @@ func (r *remote) available() (bool, string) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return !r.down, r.reason
+	if !r.down {
+		return true, "", nil
+	}
+	return false, r.reason, r.cause
 }
 
 func (r *remote) probe(done chan struct{}) {
@@ -694,24 +697,20 @@ func (t *remoteTool) Descriptor() plugin.Descriptor { return t.desc }
 
 // Available implements plugin.Availability.
 func (t *remoteTool) Available() (bool, string) {
-	if ok, why := t.r.available(); !ok {
-		return false, why
-	}
-	if _, ok, why := t.r.manifestTool(t.name); !ok && why != "" {
-		return false, why
-	}
-	return true, ""
+	ok, why, _ := t.AvailableCause()
+	return ok, why
 }
 
-// UnavailableCause implements plugin.UnavailableCause: a server that
-// needs a login says so as an *oauth.LoginRequiredError.
-func (t *remoteTool) UnavailableCause() error {
-	t.r.mu.Lock()
-	defer t.r.mu.Unlock()
-	if !t.r.down {
-		return nil
+// AvailableCause implements plugin.UnavailableCause: a server that needs a
+// login says so with an *oauth.LoginRequiredError, taken with its reason.
+func (t *remoteTool) AvailableCause() (bool, string, error) {
+	if ok, why, cause := t.r.available(); !ok {
+		return false, why, cause
 	}
-	return t.r.cause
+	if _, ok, why := t.r.manifestTool(t.name); !ok && why != "" {
+		return false, why, nil
+	}
+	return true, "", nil
 }
 
 // callTrack notes, per attempt of a call, that a response went over the

@@ -188,7 +188,13 @@ type causedTool struct {
 	cause error
 }
 
-func (c *causedTool) UnavailableCause() error { return c.cause }
+func (c *causedTool) AvailableCause() (bool, string, error) {
+	ok, why := c.Available()
+	if ok {
+		return true, "", nil
+	}
+	return false, why, c.cause
+}
 
 // A tool's unavailability cause is wrapped by the TOOL_UNAVAILABLE error,
 // for errors.Is and errors.As (an embedder tells "needs a login" apart).

@@ -170,11 +170,9 @@ func (h *Host) run(ctx context.Context, call Call, caller *nestedInvoker, parent
 	if depth > h.maxDepth {
 		return nil, LimitError("depth", "nested tool invocations are limited to a depth of %d", h.maxDepth)
 	}
-	if ok, why := availability(e.tool); !ok {
+	if ok, why, cause := availabilityCause(e.tool); !ok {
 		err := Errorf(CodeToolUnavailable, "tool %q is unavailable: %s", call.Name, why)
-		if c, ok := e.tool.(UnavailableCause); ok {
-			err.Err = c.UnavailableCause()
-		}
+		err.Err = cause
 		return nil, err
 	}
 
@@ -347,6 +345,16 @@ func scanNumber(doc []byte, i int) (end, exp int) {
 		}
 	}
 	return end, exp
+}
+
+// availabilityCause is availability with the reason's cause, when the
+// tool gives one (UnavailableCause).
+func availabilityCause(t Tool) (bool, string, error) {
+	if c, ok := t.(UnavailableCause); ok {
+		return c.AvailableCause()
+	}
+	ok, why := availability(t)
+	return ok, why, nil
 }
 
 func availability(t Tool) (bool, string) {

@@ -70,12 +70,14 @@ type Availability interface {
 	Available() (ok bool, reason string)
 }
 
-// UnavailableCause is implemented by an Availability whose reason has a
-// cause callers can test with errors.Is and errors.As (an MCP server that
-// needs a login: oauth.ErrLoginRequired). The TOOL_UNAVAILABLE error of a
-// call to the tool wraps it. nil: no cause beyond the reason's text.
+// UnavailableCause is implemented by an Availability whose reason may have
+// a cause callers can test with errors.Is and errors.As (an MCP server that
+// needs a login: oauth.ErrLoginRequired). The pipeline asks it instead of
+// Available, so that reason and cause come from one look at the tool; the
+// TOOL_UNAVAILABLE error of a call wraps the cause (nil: none beyond the
+// reason's text).
 type UnavailableCause interface {
-	UnavailableCause() error
+	AvailableCause() (ok bool, reason string, cause error)
 }
 
 // SecretHolder is implemented by tools that hold credentials the host did
