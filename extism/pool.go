@@ -19,7 +19,7 @@ import (
 // notes that it used an instance (refillState.want), and the goroutine,
 // which polls while calls are coming, picks that up on its next tick. A
 // call wakes it only when it finds it parked (no call for refillPark) or
-// leaves the pool empty.
+// finds the pool empty (a burst: the call builds its own instance).
 
 const (
 	// refillDelay is how long after a call the pool starts refilling at
@@ -50,6 +50,9 @@ type refillState struct {
 	want atomic.Bool
 	// parked is set while the goroutine sleeps without polling.
 	parked atomic.Bool
+	// missed is set by a call that found the pool empty, cleared when
+	// the goroutine starts refilling: calls are coming back to back.
+	missed atomic.Bool
 	// last is when the last call ended, as time since epoch.
 	last  atomic.Int64
 	epoch time.Time
@@ -112,10 +115,12 @@ func (t *wasmTool) refill() {
 			r.parked.Store(false)
 		}
 		r.want.Store(false)
-		// Let the last call's answer reach its client first, unless the
-		// pool is empty: calls back to back are then building their own
-		// instances, and there is always an answer on its way.
-		if d := refillDelay - r.sinceLast(); d > 0 && t.pool.len() > 0 {
+		// Let the last call's answer reach its client first, unless
+		// calls found the pool empty: they come back to back, build their
+		// own instances meanwhile, and there is always an answer on its
+		// way. (An empty pool alone says nothing: a pool of one is empty
+		// after every call.)
+		if d := refillDelay - r.sinceLast(); d > 0 && !r.missed.Swap(false) {
 			poll.Reset(d)
 			select {
 			case <-poll.C:
@@ -178,6 +183,7 @@ func (t *wasmTool) take(ctx context.Context, spec *plugin.Spec) (*instance, erro
 			return inst, nil
 		}
 		t.refills.misses.Add(1)
+		t.refills.missed.Store(true)
 		t.wake()
 		// The refill lags (a burst, or a busy machine). Close the used
 		// instances before making this one, as the refill does: a
@@ -190,7 +196,8 @@ func (t *wasmTool) take(ctx context.Context, spec *plugin.Spec) (*instance, erro
 
 // used tells the refill goroutine that a call has ended, after using an
 // instance or handing one to retire. It wakes the goroutine only if it is
-// parked or the pool is empty.
+// parked; polling, the goroutine replaces the instance at its next tick,
+// within half the time since the call before.
 func (t *wasmTool) used() {
 	if t.pool == nil {
 		return
@@ -198,7 +205,7 @@ func (t *wasmTool) used() {
 	r := &t.refills
 	r.last.Store(int64(time.Since(r.epoch)))
 	r.want.Store(true)
-	if r.parked.Load() || t.pool.len() == 0 {
+	if r.parked.Load() {
 		t.wake()
 	}
 }
@@ -287,13 +294,6 @@ func (p *instPool) full() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.insts) >= p.max
-}
-
-// len returns how many instances the pool holds.
-func (p *instPool) len() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.insts)
 }
 
 // close empties the pool for good and returns what it held.

@@ -2,6 +2,7 @@ package extism
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -77,35 +78,39 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // 2-vCPU VM), and what they use is replaced all the same: the goroutine
 // polls while calls are coming.
 func TestPacedCallsDoNotWakeTheRefill(t *testing.T) {
-	a, err := New(Config{CacheDir: cacheDir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	sp := guestSpec("fixtures", "echo")
-	sp.Limits.Pool = 2
-	wt := loadWith(t, a, sp).(*wasmTool)
-	if err := a.Ready(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := call(t, wt, &sp, map[string]any{"text": "hi"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the pool to refill", wt.pool.full)
-	r := &wt.refills
-	wakes, misses := r.wakes.Load(), r.misses.Load()
-	for i := range 8 {
-		time.Sleep(100 * time.Millisecond)
-		if _, err := call(t, wt, &sp, map[string]any{"text": "hi"}, nil); err != nil {
-			t.Fatalf("call %d: %v", i, err)
-		}
-		waitFor(t, "the pool to refill", wt.pool.full)
-	}
-	if n := r.misses.Load() - misses; n != 0 {
-		t.Errorf("%d of 8 calls found the pool empty", n)
-	}
-	if n := r.wakes.Load() - wakes; n != 0 {
-		t.Errorf("8 calls 100ms apart woke the refill goroutine %d times, want 0", n)
+	for _, size := range []int{1, 2} {
+		t.Run(fmt.Sprintf("pool=%d", size), func(t *testing.T) {
+			a, err := New(Config{CacheDir: cacheDir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			sp := guestSpec("fixtures", "echo")
+			sp.Limits.Pool = size
+			wt := loadWith(t, a, sp).(*wasmTool)
+			if err := a.Ready(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := call(t, wt, &sp, map[string]any{"text": "hi"}, nil); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the pool to refill", wt.pool.full)
+			r := &wt.refills
+			wakes, misses := r.wakes.Load(), r.misses.Load()
+			for i := range 8 {
+				time.Sleep(100 * time.Millisecond)
+				if _, err := call(t, wt, &sp, map[string]any{"text": "hi"}, nil); err != nil {
+					t.Fatalf("call %d: %v", i, err)
+				}
+				waitFor(t, "the pool to refill", wt.pool.full)
+			}
+			if n := r.misses.Load() - misses; n != 0 {
+				t.Errorf("%d of 8 calls found the pool empty", n)
+			}
+			if n := r.wakes.Load() - wakes; n != 0 {
+				t.Errorf("8 calls 100ms apart woke the refill goroutine %d times, want 0", n)
+			}
+		})
 	}
 }
 
