@@ -167,7 +167,8 @@ func (s *Server) getPrompt(p *declared.Prompt) sdk.PromptHandler {
 			case m.Resource != nil:
 				uri := m.Resource.URI.Expand(args)
 				if u, err := url.Parse(uri); err != nil || u.Scheme == "" {
-					return nil, invalidParams("prompt %q: the arguments make the resource URI %q, which is not an absolute URI", p.Name, uri)
+					short, _ := plugin.Truncate(uri, 200)
+					return nil, invalidParams("prompt %q: the arguments make the resource URI %q, which is not an absolute URI", p.Name, short)
 				}
 				rc := &sdk.ResourceContents{URI: uri, MIMEType: m.Resource.MIMEType, Blob: m.Resource.Blob}
 				if m.Resource.Text != nil {
