@@ -303,14 +303,24 @@ func (s *Server) checkAssertion(jwt, client string, key *ecdsa.PublicKey) error 
 	return nil
 }
 
-func (s *Server) token(w http.ResponseWriter, r *http.Request) {
+// authenticate parses a token or revocation request's form and
+// authenticates its client, or answers the error itself.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {
 	if err := r.ParseForm(); err != nil {
 		oauthError(w, http.StatusBadRequest, "invalid_request", err.Error())
-		return
+		return "", false
 	}
 	client, err := s.clientOf(r)
 	if err != nil {
 		oauthError(w, http.StatusUnauthorized, "invalid_client", err.Error())
+		return "", false
+	}
+	return client, true
+}
+
+func (s *Server) token(w http.ResponseWriter, r *http.Request) {
+	client, ok := s.authenticate(w, r)
+	if !ok {
 		return
 	}
 	f := r.PostForm
@@ -375,13 +385,8 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 // answered 200 all the same. Revoking a refresh token revokes the access
 // tokens of its grant too.
 func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
-	if err := r.ParseForm(); err != nil {
-		oauthError(w, http.StatusBadRequest, "invalid_request", err.Error())
-		return
-	}
-	client, err := s.clientOf(r)
-	if err != nil {
-		oauthError(w, http.StatusUnauthorized, "invalid_client", err.Error())
+	client, ok := s.authenticate(w, r)
+	if !ok {
 		return
 	}
 	tok := r.PostForm.Get("token")

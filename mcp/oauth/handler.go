@@ -246,10 +246,7 @@ func (h *Handler) sourceFor(rec *Record) oauth2.TokenSource {
 		cc := &ccSource{h: h, tokenURL: rec.TokenURL, issuer: rec.Issuer, style: oauth2.AuthStyle(rec.AuthStyle), scopes: rec.Scopes, resource: rec.Resource}
 		base = oauth2.ReuseTokenSource(rec.Token(), cc)
 	} else {
-		secret := rec.ClientSecret
-		if secret == "" && h.cfg.ClientSecret != nil && rec.ClientID == h.cfg.ClientID {
-			secret, _ = h.cfg.ClientSecret(context.Background())
-		}
+		secret, _ := h.clientSecret(context.Background(), rec)
 		cfg := &oauth2.Config{ClientID: rec.ClientID, ClientSecret: secret, Scopes: rec.Scopes,
 			Endpoint: oauth2.Endpoint{TokenURL: rec.TokenURL, AuthStyle: oauth2.AuthStyle(rec.AuthStyle)}}
 		base = cfg.TokenSource(h.refreshContext(), rec.Token())
@@ -702,19 +699,7 @@ func (c *ccSource) token(ctx context.Context) (*oauth2.Token, error) {
 		cfg.EndpointParams.Set("resource", c.resource)
 	}
 	if h.cfg.PrivateKey != nil {
-		pemKey, err := h.cfg.PrivateKey(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("private key: %w", err)
-		}
-		s, err := newSigner(pemKey, h.cfg.SigningAlgorithm)
-		if err != nil {
-			return nil, err
-		}
-		aud := c.issuer
-		if aud == "" {
-			aud = c.tokenURL
-		}
-		a, err := s.assertion(h.cfg.ClientID, aud, time.Now())
+		a, err := h.assertion(ctx, h.cfg.ClientID, c.issuer, c.tokenURL)
 		if err != nil {
 			return nil, err
 		}
@@ -729,4 +714,36 @@ func (c *ccSource) token(ctx context.Context) (*oauth2.Token, error) {
 		cfg.ClientSecret = secret
 	}
 	return cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, h.cfg.HTTPClient))
+}
+
+// clientSecret returns the secret rec's client authenticates with: the
+// one it registered with, or the configured one when rec's client is the
+// configured client; "" for a public client.
+func (h *Handler) clientSecret(ctx context.Context, rec *Record) (string, error) {
+	if rec.ClientSecret != "" || h.cfg.ClientSecret == nil || rec.ClientID != h.cfg.ClientID {
+		return rec.ClientSecret, nil
+	}
+	secret, err := h.cfg.ClientSecret(ctx)
+	if err != nil {
+		return "", fmt.Errorf("client secret: %w", err)
+	}
+	return secret, nil
+}
+
+// assertion signs a private_key_jwt client assertion with the configured
+// key, for the issuer (or, when unknown, the token endpoint).
+func (h *Handler) assertion(ctx context.Context, clientID, issuer, tokenURL string) (string, error) {
+	pemKey, err := h.cfg.PrivateKey(ctx)
+	if err != nil {
+		return "", fmt.Errorf("private key: %w", err)
+	}
+	s, err := newSigner(pemKey, h.cfg.SigningAlgorithm)
+	if err != nil {
+		return "", err
+	}
+	aud := issuer
+	if aud == "" {
+		aud = tokenURL
+	}
+	return s.assertion(clientID, aud, time.Now())
 }

@@ -33,6 +33,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"golang.org/x/oauth2"
 )
 
 // The store writes one private file per server URL, whole or not at all,
@@ -765,5 +766,50 @@ func TestQuoteCut(t *testing.T) {
 		if len(q) > 210 || strings.ContainsFunc(q, func(r rune) bool { return r < 0x20 || r == 0x7f }) || !utf8.ValidString(q) {
 			t.Errorf("quoteCut(%q...) = %q (%d bytes)", s[:min(len(s), 8)], q, len(q))
 		}
+	}
+}
+
+// A client registered for client_secret_post sends its secret in the form;
+// a server that refuses and echoes the whole request back gets its words
+// quoted on the terminal with the token and the secret taken out.
+func TestRevokeRefusedEchoRedacted(t *testing.T) {
+	var sawSecret atomic.Bool
+	mux := http.NewServeMux()
+	as := httptest.NewServer(mux)
+	defer as.Close()
+	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"issuer":%q,"authorization_endpoint":%q,"token_endpoint":%q,"revocation_endpoint":%q,"response_types_supported":["code"],"code_challenge_methods_supported":["S256"]}`,
+			as.URL, as.URL+"/authorize", as.URL+"/token", as.URL+"/revoke")
+	})
+	mux.HandleFunc("/revoke", func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		sawSecret.Store(r.PostForm.Get("client_secret") == "cs-secret" && r.PostForm.Get("client_id") == "c")
+		http.Error(w, "refused \x1b[2J: "+r.PostForm.Encode(), http.StatusBadRequest)
+	})
+	store := NewStore(t.TempDir())
+	mcpURL := as.URL + "/mcp"
+	if err := store.Save(&Record{ServerURL: mcpURL, Grant: GrantAuthorizationCode, Issuer: as.URL, TokenURL: as.URL + "/token",
+		AuthStyle: int(oauth2.AuthStyleInParams), ClientID: "c", ClientSecret: "cs-secret", AccessToken: "at-secret", RefreshToken: "rt-secret"}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Config{Server: "remote", URL: mcpURL, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	had, rev, err := h.Logout(context.Background())
+	if err != nil || !had || rev.Revoked || rev.Err == nil {
+		t.Fatalf("logout: had %v, %+v, %v; want a refusal", had, rev, err)
+	}
+	msg := rev.Err.Error()
+	if !sawSecret.Load() {
+		t.Error("the client secret was not sent in the form (client_secret_post)")
+	}
+	if !strings.Contains(msg, "HTTP 400") || !strings.Contains(msg, "[REDACTED]") ||
+		strings.Contains(msg, "rt-secret") || strings.Contains(msg, "cs-secret") || strings.ContainsRune(msg, 0x1b) {
+		t.Errorf("reason %q: want HTTP 400, quoted, with the token and secret taken out", msg)
+	}
+	if rec, _ := store.Load(mcpURL); rec != nil {
+		t.Error("the token is still stored")
 	}
 }

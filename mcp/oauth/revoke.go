@@ -104,7 +104,7 @@ func (h *Handler) revoke(ctx context.Context, rec *Record) error {
 			continue
 		}
 		if err := h.revokeOne(ctx, rec, endpoint, t.token, t.hint); err != nil {
-			return fmt.Errorf("revoking the %s: %s", strings.ReplaceAll(t.hint, "_", " "), redactTokens(err.Error(), rec))
+			return fmt.Errorf("revoking the %s: %w", strings.ReplaceAll(t.hint, "_", " "), err)
 		}
 	}
 	return nil
@@ -116,7 +116,7 @@ func (h *Handler) revokeOne(ctx context.Context, rec *Record, endpoint, token, h
 	ctx, cancel := context.WithTimeout(ctx, revokeTimeout)
 	defer cancel()
 	form := url.Values{"token": {token}, "token_type_hint": {hint}}
-	user, pass, err := h.clientAuth(ctx, rec, endpoint, form)
+	user, pass, err := h.clientAuth(ctx, rec, form)
 	if err != nil {
 		return err
 	}
@@ -130,34 +130,25 @@ func (h *Handler) revokeOne(ctx context.Context, rec *Record, endpoint, token, h
 	}
 	resp, err := h.cfg.HTTPClient.Do(req)
 	if err != nil {
-		return errors.New(redactSent(err.Error(), form, pass))
+		return errors.New(redactSent(err.Error(), rec, form, pass))
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 	if resp.StatusCode/100 != 2 {
 		// The server's words, which may echo what it was sent, go to a
 		// terminal: what was sent is taken out, the rest quoted and cut.
-		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, quoteCut(redactSent(strings.TrimSpace(string(body)), form, pass)))
+		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, quoteCut(redactSent(strings.TrimSpace(string(body)), rec, form, pass)))
 	}
 	return nil
 }
 
 // clientAuth authenticates rec's client in form, or returns the user and
-// password of HTTP Basic authentication: a private_key_jwt assertion for a
-// client credentials grant with a key, else the client's secret (the one
-// it registered with, or the configured one) as its token requests send
-// it, else the client ID alone (a public client).
-func (h *Handler) clientAuth(ctx context.Context, rec *Record, endpoint string, form url.Values) (user, pass string, err error) {
+// password of HTTP Basic authentication, as its token requests do: a
+// private_key_jwt assertion for a client credentials grant with a key,
+// else the client's secret, else the client ID alone (a public client).
+func (h *Handler) clientAuth(ctx context.Context, rec *Record, form url.Values) (user, pass string, err error) {
 	if rec.Grant == GrantClientCredentials && h.cfg.PrivateKey != nil {
-		pemKey, err := h.cfg.PrivateKey(ctx)
-		if err != nil {
-			return "", "", fmt.Errorf("private key: %w", err)
-		}
-		s, err := newSigner(pemKey, h.cfg.SigningAlgorithm)
-		if err != nil {
-			return "", "", err
-		}
-		a, err := s.assertion(rec.ClientID, rec.Issuer, time.Now())
+		a, err := h.assertion(ctx, rec.ClientID, rec.Issuer, rec.TokenURL)
 		if err != nil {
 			return "", "", err
 		}
@@ -166,17 +157,14 @@ func (h *Handler) clientAuth(ctx context.Context, rec *Record, endpoint string, 
 		form.Set("client_assertion", a)
 		return "", "", nil
 	}
-	secret := rec.ClientSecret
-	if secret == "" && h.cfg.ClientSecret != nil && rec.ClientID == h.cfg.ClientID {
-		if secret, err = h.cfg.ClientSecret(ctx); err != nil {
-			return "", "", fmt.Errorf("client secret: %w", err)
-		}
-	}
-	if secret == "" {
+	secret, err := h.clientSecret(ctx, rec)
+	switch {
+	case err != nil:
+		return "", "", err
+	case secret == "":
 		form.Set("client_id", rec.ClientID)
 		return "", "", nil
-	}
-	if oauth2.AuthStyle(rec.AuthStyle) == oauth2.AuthStyleInParams {
+	case oauth2.AuthStyle(rec.AuthStyle) == oauth2.AuthStyleInParams:
 		form.Set("client_id", rec.ClientID)
 		form.Set("client_secret", secret)
 		return "", "", nil
@@ -204,21 +192,20 @@ func secureEndpoint(u string) bool {
 	return err == nil && a.IsLoopback()
 }
 
-// redactSent removes from s every value of form but the hint, and the
-// Basic password: the token, a client secret or assertion.
-func redactSent(s string, form url.Values, pass string) string {
+// redactSent removes from s what a revocation request may have sent or a
+// server may echo: every value of form but the hint and the client ID,
+// the Basic password, and rec's tokens and registered secret.
+func redactSent(s string, rec *Record, form url.Values, pass string) string {
+	values := []string{pass, rec.AccessToken, rec.RefreshToken, rec.ClientSecret}
 	for k, vs := range form {
-		if k == "token_type_hint" || k == "client_id" || k == "client_assertion_type" {
-			continue
-		}
-		for _, v := range vs {
-			if v != "" {
-				s = strings.ReplaceAll(s, v, "[REDACTED]")
-			}
+		if k != "token_type_hint" && k != "client_id" && k != "client_assertion_type" {
+			values = append(values, vs...)
 		}
 	}
-	if pass != "" {
-		s = strings.ReplaceAll(s, pass, "[REDACTED]")
+	for _, v := range values {
+		if v != "" {
+			s = strings.ReplaceAll(s, v, "[REDACTED]")
+		}
 	}
 	return s
 }
@@ -234,15 +221,4 @@ func sameOrigin(a, b string) bool {
 		return false
 	}
 	return ua.Scheme == ub.Scheme && strings.EqualFold(ua.Host, ub.Host)
-}
-
-// redactTokens removes rec's tokens and secret from s (a server's error
-// text may echo what it was sent).
-func redactTokens(s string, rec *Record) string {
-	for _, v := range []string{rec.RefreshToken, rec.AccessToken, rec.ClientSecret} {
-		if v != "" {
-			s = strings.ReplaceAll(s, v, "[REDACTED]")
-		}
-	}
-	return s
 }
