@@ -13,8 +13,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/toolhost/toolhost/internal/oauthtest"
 	"github.com/toolhost/toolhost/mcp/oauth"
 )
@@ -129,19 +127,7 @@ func TestCLIAuthLoginEndToEnd(t *testing.T) {
 	got = strings.ReplaceAll(got, srv.URL, "SERVER_URL")
 	got = strings.ReplaceAll(got, cfg, "CONFIG")
 	got = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`).ReplaceAllString(got, "TIME")
-	golden := filepath.Join("testdata", "golden", "auth_login.txt")
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("output differs from %s (-want +got):\n%s", golden, diff)
-	}
+	checkGolden(t, "auth_login", got)
 }
 
 // Nobody comes back from the login page: the command gives up at its

@@ -126,21 +126,28 @@ func TestCLIGolden(t *testing.T) {
 			got = artifactID.ReplaceAllString(got, "art_ID")
 			got = regexp.MustCompile(`call_[0-9a-f]{16}`).ReplaceAllString(got, "call_ID")
 			got = regexp.MustCompile(`"durationNs": \d+`).ReplaceAllString(got, `"durationNs": 0`)
-			golden := filepath.Join("testdata", "golden", tt.name+".txt")
-			if *update {
-				os.MkdirAll(filepath.Dir(golden), 0o755)
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update)", err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("output differs from %s (-want +got):\n%s", golden, diff)
-			}
+			checkGolden(t, tt.name, got)
 		})
+	}
+}
+
+// checkGolden compares got with testdata/golden/name.txt, or writes it
+// there under -update.
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	golden := filepath.Join("testdata", "golden", name+".txt")
+	if *update {
+		os.MkdirAll(filepath.Dir(golden), 0o755)
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("output differs from %s (-want +got):\n%s", golden, diff)
 	}
 }
 
