@@ -129,6 +129,7 @@ type Adapter struct {
 	cacheDir  string         // wazero's compilation cache; "" in memory
 	onCompile func(CompileEvent)
 	lists     listings
+	calls     callActivity // warmup.go
 
 	// scanned remembers the digest and scan of built-in modules, which
 	// several tools share: hashing a Go guest costs milliseconds, paid
@@ -162,6 +163,7 @@ func New(cfg Config) (*Adapter, error) {
 		lanes:     fuel.NewGate(longCallLanes(cfg.LongCallLanes), longCall),
 		snap:      !cfg.DisableSnapshots,
 	}
+	a.calls.init()
 	if a.log == nil {
 		a.log = hclog.NewNullLogger()
 	}
@@ -236,20 +238,32 @@ func (a *Adapter) Close() error {
 	return errors.Join(errs...)
 }
 
-// Ready waits until every tool loaded so far has compiled (Load compiles in
-// the background), starts filling their instance pools, and returns the
+// Ready waits until every tool loaded so far has compiled (compiling, in
+// the background, what has not started at a first call), starts filling
+// their instance pools, and returns the
 // compilation errors. A long-running host calls it after loading so that its
 // first calls find compiled code and ready instances; without it, a tool's
 // pool starts filling at its first call.
+//
+// Calls come first: before each tool's compilation and pool, Ready waits
+// until the adapter has had no call for a moment (warmup.go), so that a
+// burst of calls does not share the machine with the warm-up of tools it
+// does not use. Ready returns ctx's error if it ends first.
 func (a *Adapter) Ready(ctx context.Context) error {
 	a.mu.Lock()
 	tools := append([]*wasmTool(nil), a.tools...)
 	a.mu.Unlock()
 	var errs []error
 	for _, t := range tools {
+		if err := a.calls.waitQuiet(ctx); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
 		if err := t.ready(ctx); err != nil {
 			errs = append(errs, err)
 			continue
+		}
+		if err := a.calls.waitQuiet(ctx); err != nil {
+			return errors.Join(append(errs, err)...)
 		}
 		t.wake() // start filling the pool
 	}

@@ -252,6 +252,8 @@ func (t *wasmTool) Call(ctx context.Context, req *plugin.Request) (*plugin.Resul
 	// (refillDelay), so that the work competes neither with the call nor
 	// with delivering its result (pool.go).
 	defer t.used()
+	t.a.calls.begin() // warm-up waits (warmup.go)
+	defer t.a.calls.end()
 	if err := t.ready(ctx); err != nil {
 		return nil, t.wrap(ctx, err)
 	}
