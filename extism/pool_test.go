@@ -153,5 +153,46 @@ func TestRefillParksAndWakes(t *testing.T) {
 	if r.wakes.Load() == wakes {
 		t.Error("6 calls back to back emptied a pool of 2 without waking the refill goroutine")
 	}
+	// A call that found the pool empty puts the goroutine in burst mode:
+	// it polls every refillBurstPoll, without the answer delay, until
+	// refillBurstSpan after the last such call.
+	if r.misses.Load() > 0 && time.Since(r.epoch)-time.Duration(r.missed.Load()) < refillBurstSpan/2 {
+		if !r.burst() || r.interval() != refillBurstPoll {
+			t.Errorf("just after a call found the pool empty: burst %v, poll interval %v; want true, %v", r.burst(), r.interval(), refillBurstPoll)
+		}
+	}
 	waitFor(t, "the pool to refill after a burst", wt.pool.full)
+	waitFor(t, "the burst to end", func() bool { return !r.burst() })
+	if d := r.interval(); d < refillDelay {
+		t.Errorf("poll interval %v after the burst, want at least %v", d, refillDelay)
+	}
+}
+
+// TestBurstPollInterval: the refill polls every refillBurstPoll from a
+// call that found the pool empty until refillBurstSpan after it, and
+// otherwise at half the time since the last call, between refillDelay and
+// refillPollMax.
+func TestBurstPollInterval(t *testing.T) {
+	var r refillState
+	r.init()
+	if r.burst() {
+		t.Fatal("a new pool is in burst mode")
+	}
+	now := func() int64 { return int64(time.Since(r.epoch)) }
+	r.last.Store(now())
+	if d := r.interval(); d != refillDelay {
+		t.Errorf("just after a call: poll in %v, want %v", d, refillDelay)
+	}
+	r.last.Store(now() - int64(10*time.Second))
+	if d := r.interval(); d != refillPollMax {
+		t.Errorf("10s after a call: poll in %v, want %v", d, refillPollMax)
+	}
+	r.missed.Store(now())
+	if !r.burst() || r.interval() != refillBurstPoll {
+		t.Errorf("just after a miss: burst %v, poll in %v; want true, %v", r.burst(), r.interval(), refillBurstPoll)
+	}
+	r.missed.Store(now() - int64(refillBurstSpan) - int64(time.Millisecond))
+	if r.burst() || r.interval() != refillPollMax {
+		t.Errorf("a burst span after a miss: burst %v, poll in %v; want false, %v", r.burst(), r.interval(), refillPollMax)
+	}
 }
