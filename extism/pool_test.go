@@ -12,7 +12,7 @@ import (
 // TestInstPool checks the pool's order (newest first), its size and that a
 // closed pool hands back what it held and takes nothing more.
 func TestInstPool(t *testing.T) {
-	p := newInstPool(2)
+	p := newInstPool(2, nil)
 	a, b, c := &instance{}, &instance{}, &instance{}
 	if p.pop() != nil || p.full() {
 		t.Fatal("a new pool is not empty")
@@ -35,6 +35,38 @@ func TestInstPool(t *testing.T) {
 	}
 	if p.push(b) || p.pop() != nil {
 		t.Fatal("a closed pool took an instance")
+	}
+}
+
+// TestInstPoolBurst: during a burst the pool is full only with its extra
+// instances, and trim takes out the oldest beyond its size.
+func TestInstPoolBurst(t *testing.T) {
+	extra := refillBurstExtra
+	p := newInstPool(2, func() int { return extra })
+	insts := make([]*instance, 2+refillBurstExtra)
+	for i := range insts {
+		if p.full() {
+			t.Fatalf("a pool of 2 in a burst is full with %d", i)
+		}
+		insts[i] = &instance{}
+		p.push(insts[i])
+	}
+	if !p.full() {
+		t.Fatalf("a pool of 2 in a burst is not full with %d", len(insts))
+	}
+	extra = 0
+	old := p.trim()
+	if len(old) != refillBurstExtra || old[0] != insts[0] || old[len(old)-1] != insts[refillBurstExtra-1] {
+		t.Fatalf("trim returned %d instances, want the %d oldest", len(old), refillBurstExtra)
+	}
+	if got := p.pop(); got != insts[len(insts)-1] {
+		t.Fatal("after trim, pop did not return the newest instance")
+	}
+	if got := p.pop(); got != insts[len(insts)-2] || p.pop() != nil {
+		t.Fatal("trim did not leave the newest two")
+	}
+	if p.trim() != nil {
+		t.Fatal("trim of a pool under its size returned instances")
 	}
 }
 
@@ -166,6 +198,16 @@ func TestRefillParksAndWakes(t *testing.T) {
 	if d := r.interval(); d < refillDelay {
 		t.Errorf("poll interval %v after the burst, want at least %v", d, refillDelay)
 	}
+	// Parked, the goroutine holds the pool's size and no more: the extra
+	// instances a burst had it make are closed.
+	waitFor(t, "the refill goroutine to park after the burst", r.parked.Load)
+	wt.pool.mu.Lock()
+	n := len(wt.pool.insts)
+	wt.pool.mu.Unlock()
+	if n != 2 {
+		t.Errorf("the parked pool of 2 holds %d instances", n)
+	}
+	waitFor(t, "only the pooled instances to be left", func() bool { return wt.live.Load() == 2 })
 }
 
 // TestBurstPollInterval: the refill polls every refillBurstPoll from a

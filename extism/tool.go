@@ -97,8 +97,8 @@ func newTool(a *Adapter, spec *plugin.Spec, m mode, info *moduleInfo, code []byt
 	t.transport = netguard.NewTransport()
 	t.inputHead = callproto.Head(guestToolName(spec))
 	if lim.Pool > 0 {
-		t.pool = newInstPool(lim.Pool)
 		t.refills.init()
+		t.pool = newInstPool(lim.Pool, t.refills.extra)
 	}
 	t.desc = plugin.Descriptor{
 		Name:         spec.Name,
