@@ -360,7 +360,7 @@ func (p *instPool) trim() []*instance {
 	}
 	old := slices.Clone(p.insts[:n])
 	p.insts = append(p.insts[:0], p.insts[n:]...)
-	clear(p.insts[len(p.insts):n+len(p.insts)])
+	clear(p.insts[len(p.insts) : n+len(p.insts)])
 	return old
 }
 
