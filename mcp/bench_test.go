@@ -39,7 +39,8 @@ import (
 // every request carries the client's identity and capabilities in _meta and
 // every result the server's, which both sides encode and decode on each
 // call. That cost is measured apart, by a fifth peer, toolhost at the
-// version the client picks by itself ("toolhost-negotiated").
+// version the client picks by itself ("toolhost-negotiated"), and a sixth,
+// the Go SDK's own server at that version ("sdk-floor-negotiated").
 // Each sub-benchmark reports the median and 99th percentile of tools/call
 // round trips, made back to back, and "paced" (25ms apart, as an agent's
 // calls are, which lets the wasm tier pre-instantiate the next instance):
@@ -171,6 +172,7 @@ func BenchmarkFilesystem(b *testing.B) {
 		list:  &sdk.CallToolParams{Name: "filesystem_list", Arguments: map[string]any{"path": "dir"}},
 		sizes: &sdk.CallToolParams{Name: "filesystem_list", Arguments: map[string]any{"path": "dir", "details": true}}}
 	negotiated := toolhost
+	sdkFloor := testdataBinary(b, "sdkfloor")
 	negotiated.name, negotiated.cmd, negotiated.negotiated = "toolhost-negotiated", hostCmd(), true
 	peers := []benchPeer{
 		toolhost,
@@ -178,13 +180,16 @@ func BenchmarkFilesystem(b *testing.B) {
 			read:  &sdk.CallToolParams{Name: "read_text_file", Arguments: map[string]any{"path": filepath.Join(ws, "file4k.txt")}},
 			list:  &sdk.CallToolParams{Name: "list_directory", Arguments: map[string]any{"path": filepath.Join(ws, "dir")}},
 			sizes: &sdk.CallToolParams{Name: "list_directory_with_sizes", Arguments: map[string]any{"path": filepath.Join(ws, "dir")}}},
-		{name: "sdk-floor", cmd: exec.Command(testdataBinary(b, "sdkfloor"), ws),
+		{name: "sdk-floor", cmd: exec.Command(sdkFloor, ws),
 			read: &sdk.CallToolParams{Name: "read_text_file", Arguments: map[string]any{"path": "file4k.txt"}},
 			list: &sdk.CallToolParams{Name: "list_directory", Arguments: map[string]any{"path": "dir"}}},
 		{name: "jsonrpc-floor", cmd: exec.Command(testdataBinary(b, "jsonrpcfloor"), ws),
 			read: &sdk.CallToolParams{Name: "read_text_file", Arguments: map[string]any{"path": "file4k.txt"}},
 			list: &sdk.CallToolParams{Name: "list_directory", Arguments: map[string]any{"path": "dir"}}},
 		negotiated,
+		{name: "sdk-floor-negotiated", cmd: exec.Command(sdkFloor, ws), negotiated: true,
+			read: &sdk.CallToolParams{Name: "read_text_file", Arguments: map[string]any{"path": "file4k.txt"}},
+			list: &sdk.CallToolParams{Name: "list_directory", Arguments: map[string]any{"path": "dir"}}},
 	}
 	ctx := context.Background()
 	for _, p := range peers {
