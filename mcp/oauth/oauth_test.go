@@ -813,3 +813,49 @@ func TestRevokeRefusedEchoRedacted(t *testing.T) {
 		t.Error("the token is still stored")
 	}
 }
+
+// A revocation endpoint that never answers delays the report by the
+// revocation's one deadline, not by one per token; the token is deleted
+// all the same.
+func TestRevokeHangingEndpoint(t *testing.T) {
+	defer func(d time.Duration) { revokeTimeout = d }(revokeTimeout)
+	revokeTimeout = 300 * time.Millisecond
+	release := make(chan struct{})
+	mux := http.NewServeMux()
+	as := httptest.NewServer(mux)
+	defer as.Close()
+	defer close(release) // before Close, which waits for the handler
+	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"issuer":%q,"authorization_endpoint":%q,"token_endpoint":%q,"revocation_endpoint":%q,"response_types_supported":["code"],"code_challenge_methods_supported":["S256"]}`,
+			as.URL, as.URL+"/authorize", as.URL+"/token", as.URL+"/revoke")
+	})
+	mux.HandleFunc("/revoke", func(_ http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	store := NewStore(t.TempDir())
+	mcpURL := as.URL + "/mcp"
+	if err := store.Save(&Record{ServerURL: mcpURL, Grant: GrantAuthorizationCode, Issuer: as.URL, TokenURL: as.URL + "/token",
+		ClientID: "c", AccessToken: "at-secret", RefreshToken: "rt-secret"}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Config{Server: "remote", URL: mcpURL, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	had, rev, err := h.Logout(context.Background())
+	took := time.Since(start)
+	if err != nil || !had || rev.Revoked || rev.Err == nil || !strings.Contains(rev.Err.Error(), "deadline exceeded") {
+		t.Fatalf("logout: had %v, %+v, %v; want the deadline exceeded", had, rev, err)
+	}
+	if took > 5*time.Second {
+		t.Errorf("logout took %v against a %v deadline", took, revokeTimeout)
+	}
+	if rec, _ := store.Load(mcpURL); rec != nil {
+		t.Error("the token is still stored")
+	}
+}

@@ -29,8 +29,10 @@ type Revocation struct {
 	Err error
 }
 
-// revokeTimeout bounds each revocation request.
-const revokeTimeout = 30 * time.Second
+// revokeTimeout bounds the whole revocation: reading the authorization
+// server's metadata and revoking both tokens. The stored token is already
+// deleted by then; a server that does not answer only delays the report.
+var revokeTimeout = 10 * time.Second
 
 // Logout deletes the stored token of the handler's server, forgets the one
 // in memory, and asks the authorization server to revoke it (RFC 7009):
@@ -69,6 +71,8 @@ func (h *Handler) Logout(ctx context.Context) (had bool, rev Revocation, err err
 // them: metadata that changed since the login could otherwise aim them
 // at another server.
 func (h *Handler) revoke(ctx context.Context, rec *Record) error {
+	ctx, cancel := context.WithTimeout(ctx, revokeTimeout)
+	defer cancel()
 	issuers := []string{rec.Issuer}
 	if rec.Issuer == "" {
 		issuers = h.resourceMetadata(ctx, nil, h.cfg.URL).AuthorizationServers
@@ -113,8 +117,6 @@ func (h *Handler) revoke(ctx context.Context, rec *Record) error {
 // revokeOne sends one revocation request, authenticating the client as
 // its token requests do.
 func (h *Handler) revokeOne(ctx context.Context, rec *Record, endpoint, token, hint string) error {
-	ctx, cancel := context.WithTimeout(ctx, revokeTimeout)
-	defer cancel()
 	form := url.Values{"token": {token}, "token_type_hint": {hint}}
 	user, pass, err := h.clientAuth(ctx, rec, form)
 	if err != nil {
