@@ -255,15 +255,25 @@ func (a *Adapter) Ready(ctx context.Context) error {
 	a.mu.Unlock()
 	var errs []error
 	for _, t := range tools {
-		if err := a.calls.waitQuiet(ctx); err != nil {
-			return errors.Join(append(errs, err)...)
+		// A tool that has been called is compiled or compiling, and its
+		// pool is refilling: nothing to wait for.
+		called := t.called()
+		if !called {
+			if err := a.calls.waitQuiet(ctx); err != nil {
+				return errors.Join(append(errs, err)...)
+			}
 		}
 		if err := t.ready(ctx); err != nil {
 			errs = append(errs, err)
+			if ctx.Err() != nil {
+				break
+			}
 			continue
 		}
-		if err := a.calls.waitQuiet(ctx); err != nil {
-			return errors.Join(append(errs, err)...)
+		if !called && t.pool != nil {
+			if err := a.calls.waitQuiet(ctx); err != nil {
+				return errors.Join(append(errs, err)...)
+			}
 		}
 		t.wake() // start filling the pool
 	}

@@ -56,7 +56,7 @@ const (
 	// while the refill, at nice 19, gets what the calls leave of the
 	// CPUs: with it, 3-5 % of the 3,000 listings above built their own
 	// instance rather than 15 %. The extra instances are closed when the
-	// goroutine parks if no call has used them.
+	// goroutine parks if no call has used them. A pool of one gets one.
 	refillBurstExtra = 2
 )
 
@@ -77,6 +77,12 @@ type refillState struct {
 	epoch time.Time
 	// park is refillPark (shorter in tests), in nanoseconds.
 	park atomic.Int64
+	// filled is set once the pool has been full: before that, a call
+	// that finds it empty does not start a burst.
+	filled atomic.Bool
+	// burstExtra is the pool's extra instances during a burst:
+	// refillBurstExtra, at most the pool's size.
+	burstExtra int
 	// Counters, for tests and benchmarks: calls that woke the goroutine,
 	// and instances built on a call's own time because the pool was
 	// empty.
@@ -99,7 +105,7 @@ func (r *refillState) burst() bool {
 // extra is how many instances the pool holds beyond its size now.
 func (r *refillState) extra() int {
 	if r.burst() {
-		return refillBurstExtra
+		return r.burstExtra
 	}
 	return 0
 }
@@ -186,6 +192,7 @@ func (t *wasmTool) fill() bool {
 		// before new ones are taken from it.
 		t.closeRetired()
 		if t.pool.full() {
+			t.refills.filled.Store(true)
 			return true
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), t.limits.Timeout)
@@ -225,9 +232,9 @@ func (t *wasmTool) take(ctx context.Context, spec *plugin.Spec) (*instance, erro
 		}
 		r := &t.refills
 		r.misses.Add(1)
-		if r.sinceLast() < refillBurstSpan {
-			// Calls are coming back to back: a burst. (A tool's first
-			// call, before its pool is filled, is not one.)
+		if r.filled.Load() && r.sinceLast() < refillBurstSpan {
+			// Calls are coming back to back: a burst. (Calls before the
+			// pool was first filled are not one.)
 			r.missed.Store(int64(time.Since(r.epoch)))
 		}
 		t.wake()

@@ -176,6 +176,7 @@ func TestRefillParksAndWakes(t *testing.T) {
 	waitFor(t, "the pool to refill after waking", wt.pool.full)
 
 	wakes = r.wakes.Load()
+	missed := r.missed.Load()
 	for i := range 6 {
 		res, err := call(t, wt, &sp, map[string]any{"text": "burst"}, nil)
 		if err != nil || res.IsError || res.TextContent() != "burst" {
@@ -185,21 +186,16 @@ func TestRefillParksAndWakes(t *testing.T) {
 	if r.wakes.Load() == wakes {
 		t.Error("6 calls back to back emptied a pool of 2 without waking the refill goroutine")
 	}
-	// A call that found the pool empty puts the goroutine in burst mode:
+	// A call that found the pool empty put the goroutine in burst mode:
 	// it polls every refillBurstPoll, without the answer delay, until
-	// refillBurstSpan after the last such call.
-	if r.misses.Load() > 0 && time.Since(r.epoch)-time.Duration(r.missed.Load()) < refillBurstSpan/2 {
-		if !r.burst() || r.interval() != refillBurstPoll {
-			t.Errorf("just after a call found the pool empty: burst %v, poll interval %v; want true, %v", r.burst(), r.interval(), refillBurstPoll)
-		}
+	// refillBurstSpan after the last such call (TestBurstPollInterval).
+	if r.missed.Load() == missed {
+		t.Error("6 calls back to back emptied a pool of 2 without starting a burst")
 	}
 	waitFor(t, "the pool to refill after a burst", wt.pool.full)
 	waitFor(t, "the burst to end", func() bool { return !r.burst() })
-	if d := r.interval(); d < refillDelay {
-		t.Errorf("poll interval %v after the burst, want at least %v", d, refillDelay)
-	}
-	// Parked, the goroutine holds the pool's size and no more: the extra
-	// instances a burst had it make are closed.
+	// Parked, the goroutine holds the pool's size and no more: extra
+	// instances the burst had it make, if any, are closed.
 	waitFor(t, "the refill goroutine to park after the burst", r.parked.Load)
 	wt.pool.mu.Lock()
 	n := len(wt.pool.insts)

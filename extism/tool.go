@@ -68,14 +68,16 @@ type wasmTool struct {
 	// {"params":{"name":"…","arguments":
 	inputHead []byte
 
-	pool     *instPool      // nil: no pool
-	retired  chan *instance // used instances waiting to be closed
-	live     atomic.Int64   // instances not yet closed
-	refills  refillState    // pool.go
-	quit     chan struct{}
-	wg       sync.WaitGroup // the refill goroutine
-	running  sync.WaitGroup // guest calls executing
-	closeOne sync.Once
+	pool    *instPool      // nil: no pool
+	retired chan *instance // used instances waiting to be closed
+	live    atomic.Int64   // instances not yet closed
+	// wasCalled is set at the first call: Ready has nothing to warm up.
+	wasCalled atomic.Bool
+	refills   refillState // pool.go
+	quit      chan struct{}
+	wg        sync.WaitGroup // the refill goroutine
+	running   sync.WaitGroup // guest calls executing
+	closeOne  sync.Once
 }
 
 var (
@@ -98,6 +100,7 @@ func newTool(a *Adapter, spec *plugin.Spec, m mode, info *moduleInfo, code []byt
 	t.inputHead = callproto.Head(guestToolName(spec))
 	if lim.Pool > 0 {
 		t.refills.init()
+		t.refills.burstExtra = min(refillBurstExtra, lim.Pool)
 		t.pool = newInstPool(lim.Pool, t.refills.extra)
 	}
 	t.desc = plugin.Descriptor{
@@ -254,6 +257,9 @@ func (t *wasmTool) Call(ctx context.Context, req *plugin.Request) (*plugin.Resul
 	defer t.used()
 	t.a.calls.begin() // warm-up waits (warmup.go)
 	defer t.a.calls.end()
+	if !t.wasCalled.Load() {
+		t.wasCalled.Store(true)
+	}
 	if err := t.ready(ctx); err != nil {
 		return nil, t.wrap(ctx, err)
 	}

@@ -14,8 +14,8 @@ import (
 // pool more. Done at once when `host serve` starts, that work ran beside
 // the first calls of a client that called at once: on the 2-vCPU
 // development machine, 1,000 reads back to back right after the start
-// had a p99 of 5.1-5.8 ms, against 2.0 ms for the same reads once the
-// host had finished (mcp BenchmarkFilesystem, docs/mcp.md). Calls come
+// had a p99 of 4.5-5.4 ms, against 1.9-2.1 ms once warm-up waited for
+// them (mcp BenchmarkFilesystem, docs/wasm.md). Calls come
 // first: warm-up goes on when none has run for warmQuiet, between two
 // tools, and a call of a tool not yet compiled compiles it on the spot as
 // it would without Ready.
@@ -40,7 +40,7 @@ type callActivity struct {
 func (c *callActivity) init() {
 	c.epoch = time.Now()
 	c.quiet.Store(int64(warmQuiet))
-	c.last.Store(-int64(warmQuiet)) // no call yet: quiet from the start
+	c.last.Store(-int64(time.Hour)) // no call yet: quiet from the start
 }
 
 func (c *callActivity) begin() { c.running.Add(1) }
@@ -61,8 +61,13 @@ func (c *callActivity) untilQuiet() time.Duration {
 }
 
 // waitQuiet returns once the adapter has had no call for the quiet time,
-// or with ctx's error.
+// or with ctx's error. A call in flight, however long, counts as a call:
+// a host busy with one minutes-long call warms up when it ends (a tool
+// called meanwhile compiles at once).
 func (c *callActivity) waitQuiet(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	d := c.untilQuiet()
 	if d <= 0 {
 		return nil
@@ -82,3 +87,7 @@ func (c *callActivity) waitQuiet(ctx context.Context) error {
 		t.Reset(d)
 	}
 }
+
+// called reports whether the tool has been called: it compiled then, and
+// its pool refills after its calls.
+func (t *wasmTool) called() bool { return t.wasCalled.Load() }

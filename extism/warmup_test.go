@@ -10,9 +10,9 @@ import (
 	"github.com/toolhost/toolhost/plugin"
 )
 
-// TestReadyWaitsForCalls: while calls come back to back, Ready neither
-// compiles a tool nobody calls nor fills its pool; once the calls have
-// stopped for the quiet time, it does both and returns.
+// TestReadyWaitsForCalls: while a call is in flight, and for the quiet
+// time after it, Ready neither compiles a tool nobody has called nor fills
+// its pool; then it does both and returns.
 func TestReadyWaitsForCalls(t *testing.T) {
 	var mu sync.Mutex
 	started := map[string]time.Time{}
@@ -30,33 +30,23 @@ func TestReadyWaitsForCalls(t *testing.T) {
 	defer a.Close()
 	const quiet = 150 * time.Millisecond
 	a.calls.quiet.Store(int64(quiet))
-	echo := guestSpec("fixtures", "echo")
-	busy := loadWith(t, a, echo)
-	idle := loadWith(t, a, plugin.Spec{Name: "tiny", Source: plugin.Source{Bytes: tinyRawModule(), Export: "run"},
-		InputSchema: []byte(`{"type":"object"}`)}).(*wasmTool)
+	idle := loadWith(t, a, tinySpec()).(*wasmTool)
 
-	// The busy tool compiles at its first call; then calls come back to
-	// back for a while, and Ready is called among them.
-	if _, err := call(t, busy, &echo, map[string]any{"text": "hi"}, nil); err != nil {
-		t.Fatal(err)
-	}
+	a.calls.begin() // a call in flight
 	ready := make(chan error, 1)
-	var returned time.Time
-	burst := time.Now().Add(600 * time.Millisecond)
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		err := a.Ready(context.Background())
-		returned = time.Now()
-		ready <- err
-	}()
-	calls := 0
-	for time.Now().Before(burst) {
-		if _, err := call(t, busy, &echo, map[string]any{"text": "hi"}, nil); err != nil {
-			t.Fatal(err)
-		}
-		calls++
+	go func() { ready <- a.Ready(context.Background()) }()
+	time.Sleep(3 * quiet)
+	mu.Lock()
+	_, early := started["tiny"]
+	mu.Unlock()
+	if early {
+		t.Fatal("Ready compiled a tool nobody called while a call was in flight")
+	}
+	if a.calls.waited.Load() == 0 {
+		t.Error("Ready did not wait for the call")
 	}
 	ended := time.Now()
+	a.calls.end()
 	if err := <-ready; err != nil {
 		t.Fatal(err)
 	}
@@ -66,16 +56,8 @@ func TestReadyWaitsForCalls(t *testing.T) {
 	switch {
 	case !ok:
 		t.Fatal("Ready returned without compiling the tool nobody called")
-	case began.Before(ended):
-		t.Errorf("the idle tool started compiling %v before the burst of %d calls ended", ended.Sub(began), calls)
 	case began.Sub(ended) < quiet-20*time.Millisecond:
-		t.Errorf("the idle tool started compiling %v after the last call, before the quiet time (%v)", began.Sub(ended), quiet)
-	}
-	if returned.Before(began) {
-		t.Error("Ready returned before compiling")
-	}
-	if a.calls.waited.Load() == 0 {
-		t.Error("Ready never waited for calls")
+		t.Errorf("the tool started compiling %v after the call ended, before the quiet time (%v)", began.Sub(ended), quiet)
 	}
 	waitFor(t, "the idle tool's pool to fill", idle.pool.full)
 
@@ -90,6 +72,67 @@ func TestReadyWaitsForCalls(t *testing.T) {
 	}
 }
 
+// TestReadyAmongRealCalls: Ready called among calls made back to back
+// returns, having compiled the tool nobody called, once they stop.
+func TestReadyAmongRealCalls(t *testing.T) {
+	a, err := New(Config{CacheDir: cacheDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	a.calls.quiet.Store(int64(50 * time.Millisecond))
+	echo := guestSpec("fixtures", "echo")
+	busy := loadWith(t, a, echo)
+	idle := loadWith(t, a, tinySpec()).(*wasmTool)
+	ready := make(chan error, 1)
+	for i := range 40 {
+		if i == 1 {
+			go func() { ready <- a.Ready(context.Background()) }()
+		}
+		if _, err := call(t, busy, &echo, map[string]any{"text": "hi"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-ready; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-idle.done:
+	default:
+		t.Error("Ready returned before the idle tool compiled")
+	}
+}
+
+// TestReadySkipsCalledTools: a tool that has been called needs no warm-up,
+// so Ready does not wait for calls before it.
+func TestReadySkipsCalledTools(t *testing.T) {
+	a, err := New(Config{CacheDir: cacheDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	echo := guestSpec("fixtures", "echo")
+	busy := loadWith(t, a, echo)
+	if _, err := call(t, busy, &echo, map[string]any{"text": "hi"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	a.calls.begin() // a call in flight that does not end before Ready
+	defer a.calls.end()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.calls.waited.Load(); n != 0 {
+		t.Errorf("Ready waited %d times with only a called tool", n)
+	}
+}
+
+func tinySpec() plugin.Spec {
+	return plugin.Spec{Name: "tiny", Source: plugin.Source{Bytes: tinyRawModule(), Export: "run"},
+		InputSchema: []byte(`{"type":"object"}`)}
+}
+
 // TestReadyEndsWithItsContext: a Ready waiting for calls to stop returns
 // its context's error when the context ends.
 func TestReadyEndsWithItsContext(t *testing.T) {
@@ -98,8 +141,7 @@ func TestReadyEndsWithItsContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	loadWith(t, a, plugin.Spec{Name: "tiny", Source: plugin.Source{Bytes: tinyRawModule(), Export: "run"},
-		InputSchema: []byte(`{"type":"object"}`)})
+	loadWith(t, a, tinySpec())
 	a.calls.begin() // a call that does not end
 	defer a.calls.end()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)

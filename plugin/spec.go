@@ -377,7 +377,7 @@ type Limits struct {
 	LogEntries      int           // log lines per call
 	FileBytesRead   int64         // bytes read from mounts per call
 	VarSize         int64         // bytes of one plugin variable (wasm)
-	Pool            int           // pre-instantiated instances kept (wasm), 0 = default, -1 = none
+	Pool            int           // pre-instantiated instances kept (wasm; up to two more during a burst), 0 = default, -1 = none
 	IdleTimeout     time.Duration // stop an idle plugin process (subprocess)
 }
 

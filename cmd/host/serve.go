@@ -73,7 +73,7 @@ func (a *app) serveCommand() *cobra.Command {
 
 // serveHeapFloor is how far the Go heap may grow above its live size
 // between collections while serving: back-to-back listings over MCP took
-// 10 % less time at the median with it (docs/mcp.md).
+// about 15 % less time at the median with it (docs/mcp.md).
 const serveHeapFloor = 32 << 20
 
 func (a *app) serve(ctx context.Context, f serveFlags) error {
@@ -95,7 +95,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	defer gcfloor.Start(serveHeapFloor)()
 	// Compile and fill the instance pools while the client connects.
 	go func() {
-		if err := h.Ready(ctx); err != nil {
+		if err := h.Ready(ctx); err != nil && ctx.Err() == nil {
 			h.Log.Warn("some tools are not ready", "error", err)
 		}
 	}()

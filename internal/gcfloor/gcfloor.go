@@ -37,6 +37,7 @@ type tuner struct {
 
 	mu      sync.Mutex
 	percent int // the GOGC set last
+	runs    int // collections seen, for tests
 	stopped bool
 	sample  []metrics.Sample
 }
@@ -51,13 +52,18 @@ func Start(floor uint64) (stop func()) {
 	if _, set := os.LookupEnv("GOGC"); set || floor == 0 {
 		return func() {}
 	}
+	_, stop = start(floor)
+	return stop
+}
+
+func start(floor uint64) (*tuner, func()) {
 	t := &tuner{floor: floor, sample: []metrics.Sample{{Name: liveMetric}}}
 	t.mu.Lock()
-	t.percent = t.target(0)
+	t.percent = t.target(t.live())
 	before := debug.SetGCPercent(t.percent)
 	t.mu.Unlock()
 	t.arm()
-	return func() {
+	return t, func() {
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		t.stopped = true
@@ -65,8 +71,17 @@ func Start(floor uint64) (stop func()) {
 	}
 }
 
+// live returns the live heap the last collection left (0: none yet).
+func (t *tuner) live() uint64 {
+	metrics.Read(t.sample)
+	if t.sample[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return t.sample[0].Value.Uint64()
+}
+
 // target returns the GOGC that puts the next collection floor bytes above
-// live (0: not known yet).
+// live (0: not known yet, a heap under Go's 4 MiB minimum).
 func (t *tuner) target(live uint64) int {
 	if live == 0 {
 		return maxPercent
@@ -87,14 +102,12 @@ func (t *tuner) collected() {
 	if t.stopped {
 		return
 	}
-	metrics.Read(t.sample)
-	if t.sample[0].Value.Kind() == metrics.KindUint64 {
-		// Move only for a change of a tenth or more: setting GOGC takes
-		// the heap lock.
-		if p := t.target(t.sample[0].Value.Uint64()); p*10 < t.percent*9 || p*10 > t.percent*11 {
-			debug.SetGCPercent(p)
-			t.percent = p
-		}
+	t.runs++
+	// Move only for a change of a tenth or more: setting GOGC takes the
+	// heap lock.
+	if p := t.target(t.live()); p*10 < t.percent*9 || p*10 > t.percent*11 {
+		debug.SetGCPercent(p)
+		t.percent = p
 	}
 	t.arm()
 }

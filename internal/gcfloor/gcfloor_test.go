@@ -1,7 +1,6 @@
 package gcfloor
 
 import (
-	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -22,45 +21,65 @@ func read(name string) uint64 {
 	return s[0].Value.Uint64()
 }
 
-// TestFloor: after a collection, the heap target is at least the floor
-// above the live heap, and stop restores GOGC.
+// TestFloor: after a collection, GOGC is set from the live heap so that
+// the heap target is at least the floor above it; stop restores GOGC, and
+// a stopped tuner changes nothing more.
 func TestFloor(t *testing.T) {
-	if _, set := os.LookupEnv("GOGC"); set {
-		t.Skip("GOGC is set in the environment")
-	}
 	before := percent()
+	runtime.GC()
 	const floor = 64 << 20
-	stop := Start(floor)
-	// The collector runs the sentinel's finalizer after a collection;
-	// wait for one to have set GOGC from the live heap.
+	tu, stop := start(floor)
+	if p := percent(); p < maxPercent*9/10 {
+		t.Fatalf("GOGC %d for a test's small heap, want about %d", p, maxPercent)
+	}
+	// 16 MiB live: the target for a 64 MiB floor is about 400, which the
+	// tuner must move to after a collection.
+	ballast := make([]byte, 16<<20)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		runtime.GC()
+		tu.mu.Lock()
+		runs, set := tu.runs, tu.percent
+		tu.mu.Unlock()
 		live := read(liveMetric)
-		want := min(max(floor*100/live, 100), maxPercent)
-		if uint64(percent()) == want {
-			if goal := read("/gc/heap/goal:bytes"); want < maxPercent && goal < live+floor*9/10 {
-				t.Errorf("heap goal %d with %d live, want at least live + %d", goal, live, floor)
+		want := int(min(max(floor*100/live, 100), maxPercent))
+		if runs > 0 && percent() == set && set*10 >= want*9 && set*10 <= want*11 {
+			if want >= maxPercent || want <= 100 {
+				t.Fatalf("live heap %d: the test wants a target strictly between 100 and %d, got %d", live, maxPercent, want)
+			}
+			if goal := read("/gc/heap/goal:bytes"); goal < live+floor*8/10 {
+				t.Errorf("heap goal %d with %d live, want about live + %d", goal, live, floor)
 			}
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("GOGC %d with %d bytes live, want %d", percent(), live, want)
+			t.Fatalf("after %d collections: GOGC %d with %d bytes live, want %d±10%%", runs, percent(), live, want)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	runtime.KeepAlive(ballast)
 	stop()
 	if p := percent(); p != before {
 		t.Errorf("GOGC %d after stop, want %d", p, before)
 	}
-	// A stopped tuner no longer changes GOGC.
+	// Stopped, the tuner leaves GOGC alone although the live heap has
+	// changed, and sees no more collections.
+	tu.mu.Lock()
+	runs := tu.runs
+	tu.mu.Unlock()
 	debug.SetGCPercent(150)
 	defer debug.SetGCPercent(before)
-	runtime.GC()
-	runtime.GC()
-	time.Sleep(50 * time.Millisecond)
+	for range 3 {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
 	if p := percent(); p != 150 {
-		t.Errorf("GOGC %d after stop and a collection, want 150 (left alone)", p)
+		t.Errorf("GOGC %d after stop and collections, want 150 (left alone)", p)
+	}
+	tu.mu.Lock()
+	defer tu.mu.Unlock()
+	if tu.runs != runs {
+		t.Errorf("a stopped tuner ran %d more times", tu.runs-runs)
 	}
 }
 
