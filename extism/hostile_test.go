@@ -186,8 +186,10 @@ func TestDeadlineAndCancel(t *testing.T) {
 // garbage collection waited for the spinners and every call stalled for
 // seconds. Now the spinners come back to Go every slice, and those that
 // have run long share GOMAXPROCS-1 lanes, leaving a processor to the rest.
-// The bound here is generous (a loaded CI machine); the 2x-of-idle figure is
-// BenchmarkCallBesideSpinners's.
+// A stall lasts until the spinners' 4 s timeout; the bound here, 1 s over
+// four times the idle maximum, catches that and leaves room for a loaded
+// machine (a full parallel `go test -race ./...` on two CPUs gave up to
+// 480 ms); the 2x-of-idle figure is BenchmarkReadBesideSpinners's.
 func TestSpinnersDoNotStallOtherCalls(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spins four guests for seconds")
@@ -214,7 +216,7 @@ func TestSpinnersDoNotStallOtherCalls(t *testing.T) {
 	busy := callLatencies(t, healthy, &es, 40, 50*time.Millisecond)
 	wg.Wait()
 	t.Logf("healthy call beside 4 spinners: max %v (idle max %v)", busy, idle)
-	if busy > 250*time.Millisecond+4*idle {
+	if busy > time.Second+4*idle {
 		t.Errorf("a call beside spinning guests took %v (idle: %v)", busy, idle)
 	}
 }
