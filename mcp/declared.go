@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -219,7 +220,7 @@ func (s *Server) readTemplate(t *declared.Template) sdk.ResourceHandler {
 		if !ok {
 			return nil, sdk.ResourceNotFoundError(uri)
 		}
-		if n := t.Text.Len(vars); n > maxExpanded {
+		if n := t.Text.LenWith(vars, jsonLen); n > maxExpanded {
 			return nil, invalidParams("resource %q: its values make %s of text, over the %s limit", uri, plugin.FormatSize(int64(n)), plugin.FormatSize(maxExpanded))
 		}
 		return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: t.MIMEType, Text: t.Text.Expand(vars)}}}, nil
@@ -227,11 +228,48 @@ func (s *Server) readTemplate(t *declared.Template) sdk.ResourceHandler {
 }
 
 // maxExpanded bounds what a prompt's messages, or a template's text, come
-// to once a client's values are put in. A placeholder repeated in the
-// configuration multiplies the client's bytes (a value of 1 MiB in a
-// message naming it 100 times would be 100 MiB); the messages and texts
-// themselves are small, and the declared files are capped at 10 MiB.
+// to once a client's values are put in, counted as encoded in the JSON
+// answer. A placeholder repeated in the configuration multiplies the
+// client's bytes (a value of 1 MiB in a message naming it 100 times would
+// be 100 MiB), and JSON escaping multiplies them again: '<' sent raw
+// comes back as \u003c, six bytes. The messages and texts themselves are
+// small, and the declared files are capped at 10 MiB.
 const maxExpanded = 16 << 20
+
+// jsonLen returns at least the length of s encoded as the inside of a JSON
+// string by encoding/json (which the SDK's answers use): six bytes for a
+// control character, '<', '>', '&', U+2028, U+2029 or a byte of invalid
+// UTF-8 (some take two, \n for one; this counts the most), two for '"'
+// and a backslash, one for anything else.
+func jsonLen(s string) int {
+	n := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c < 0x20 || c == '<' || c == '>' || c == '&':
+				n += 6
+			case c == '"' || c == '\\':
+				n += 2
+			default:
+				n++
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			n += 6
+		case r == '\u2028' || r == '\u2029':
+			n += 6
+		default:
+			n += size
+		}
+		i += size
+	}
+	return n
+}
 
 // promptLen returns what p's messages come to with args put in.
 func promptLen(p *declared.Prompt, args map[string]string) int {
@@ -239,13 +277,13 @@ func promptLen(p *declared.Prompt, args map[string]string) int {
 	for _, m := range p.Messages {
 		switch {
 		case m.Text != nil:
-			n += m.Text.Len(args)
+			n += m.Text.LenWith(args, jsonLen)
 		case m.Image != nil:
 			n += len(m.Image.Data)
 		case m.Resource != nil:
 			n += m.Resource.URI.Len(args) + len(m.Resource.Blob)
 			if m.Resource.Text != nil {
-				n += m.Resource.Text.Len(args)
+				n += m.Resource.Text.LenWith(args, jsonLen)
 			}
 		}
 	}

@@ -494,6 +494,11 @@ func TestServerPromptAmplification(t *testing.T) {
 	if rpcCode(err) != jsonrpc.CodeInvalidParams || !strings.Contains(err.Error(), "over the 16MiB limit") {
 		t.Fatalf("20 MiB of messages: got %v, want -32602 naming the limit", err)
 	}
+	// 200 x 30 KiB of '<' is 6 MiB of text but 36 MiB of JSON (\u003c).
+	angles := strings.Repeat("<", 30<<10)
+	if _, err := cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "echo200", Arguments: map[string]string{"x": angles}}); rpcCode(err) != jsonrpc.CodeInvalidParams {
+		t.Fatalf("36 MiB of messages once escaped: got %v, want -32602", err)
+	}
 	res, err := cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "echo200", Arguments: map[string]string{"x": "ab"}})
 	if err != nil || len(res.Messages) != 1 || res.Messages[0].Content.(*sdk.TextContent).Text != strings.Repeat("ab", 200) {
 		t.Fatalf("a small value: %v %+v", err, res)

@@ -177,6 +177,12 @@ func FuzzText(f *testing.F) {
 		if n := txt.Len(args); n != len(got) {
 			t.Fatalf("%q with %q: Len %d, expanded to %d bytes", text, value, n, len(got))
 		}
+		if n := txt.LenWith(args, func(s string) int { return len(s) }); n != len(got) {
+			t.Errorf("LenWith(len) = %d, Expand is %d bytes", n, len(got))
+		}
+		if n, want := txt.LenWith(args, func(s string) int { return 2 * len(s) }), 2*len(got); n != want {
+			t.Errorf("LenWith(2*len) = %d, want %d", n, want)
+		}
 		// Expanding with the placeholders as their own values gives the
 		// text back; a value containing {{...}} shows up literally.
 		self := map[string]string{}

@@ -143,6 +143,30 @@ func (t Text) Len(args map[string]string) int {
 	return n
 }
 
+// LenWith returns the size of Expand(args) with each piece measured by
+// size (say, its length once encoded in JSON): every literal, and every
+// value once however often the text repeats it.
+func (t Text) LenWith(args map[string]string, size func(string) int) int {
+	var known map[string]int
+	n := 0
+	for _, p := range t.parts {
+		if p.arg == "" {
+			n += size(p.lit)
+			continue
+		}
+		v, ok := known[p.arg]
+		if !ok {
+			if known == nil {
+				known = map[string]int{}
+			}
+			v = size(args[p.arg])
+			known[p.arg] = v
+		}
+		n += v
+	}
+	return n
+}
+
 // URITemplate is an RFC 6570 level-1 URI template: literal text and
 // {var} expressions, nothing else (no operators, no explode, no prefix).
 type URITemplate struct {
