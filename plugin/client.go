@@ -174,7 +174,7 @@ func ClientAnswer(res any, err error) ([]byte, *Error) {
 // that closes it when the call returns, recording in rec what reached the
 // client. A tool granted neither right gets denied: nothing to allocate
 // on the common path.
-func newCallClient(to Client, spec *Spec, secrets *Secrets, log hclog.Logger) (Client, func(*AuditRecord)) {
+func newCallClient(to Client, spec *Spec, secrets *callSecrets, log hclog.Logger) (Client, func(*AuditRecord)) {
 	c := spec.Capabilities
 	if !c.Sampling && !c.Elicitation {
 		return denied{}, noClose
@@ -211,7 +211,7 @@ type callClient struct {
 	to                    Client
 	sampling, elicitation bool
 	max                   int
-	secrets               *Secrets
+	secrets               *callSecrets
 	log                   hclog.Logger
 
 	mu                    sync.Mutex

@@ -40,8 +40,9 @@ var _ plugin.SecretHolder = (*holder)(nil)
 
 // TestHeldSecretsRedacted: what a tool holds (plugin.SecretHolder) is
 // redacted as a granted secret is, from its reports, its result and its
-// error, and so is the credential that replaced it during the call; a
-// granted secret keeps its own name when both hold the same value.
+// error, and so is the credential that replaced it during the call, from
+// the next report on; a granted secret keeps its own name when both hold
+// the same value.
 func TestHeldSecretsRedacted(t *testing.T) {
 	const granted = "granted-secret-value"
 	for _, tc := range []struct {
@@ -60,6 +61,8 @@ func TestHeldSecretsRedacted(t *testing.T) {
 				if tc.rotate {
 					tool.rotate("at-new-654321")
 					text += ", new at-new-654321"
+					// Reported after the refresh, in the same call.
+					req.Notify.Log("info", "now sending at-new-654321")
 				}
 				if tc.fail {
 					return nil, errors.New(text)

@@ -198,8 +198,8 @@ func (h *Host) run(ctx context.Context, call Call, caller *nestedInvoker, parent
 	if err != nil {
 		return nil, err
 	}
-	held := heldBy(e.tool)
-	secrets := resolved.withHeld(held)
+	live := newCallSecrets(resolved, e.tool, heldBy(e.tool))
+	secrets := live.current()
 
 	// Deadline, then execute.
 	// The call ends at its own timeout or at the caller's deadline,
@@ -211,7 +211,7 @@ func (h *Host) run(ctx context.Context, call Call, caller *nestedInvoker, parent
 	cs := &callState{Context: tctx, frame: callFrame{id: call.ID, depth: depth}}
 	ctx = cs
 	req := &cs.req
-	notify, closeNotify := newCallNotifier(call.Notify, secrets)
+	notify, closeNotify := newCallNotifier(call.Notify, live)
 	defer closeNotify()
 	*req = Request{
 		ID: call.ID, Name: call.Name, Arguments: args, Answers: call.Answers,
@@ -221,7 +221,7 @@ func (h *Host) run(ctx context.Context, call Call, caller *nestedInvoker, parent
 		// Only a logger that writes anything needs the call ID attached.
 		req.Log = e.log.With("call_id", call.ID)
 	}
-	client, closeClient := newCallClient(call.Client, spec, secrets, req.Log)
+	client, closeClient := newCallClient(call.Client, spec, live, req.Log)
 	defer closeClient(rec)
 	req.Client = client
 	if len(spec.Capabilities.Invoke) > 0 {
@@ -229,12 +229,8 @@ func (h *Host) run(ctx context.Context, call Call, caller *nestedInvoker, parent
 	}
 	res, err := h.execute(ctx, e, req, byCaller)
 	// A credential the tool holds may have changed during the call (a
-	// refreshed token): what it holds now is redacted too. Unchanged, as
-	// nearly always, the call's secrets serve as they are, rather than
-	// being built again (every encoded form, one replacer) at every call.
-	if now := heldBy(e.tool); !maps.Equal(now, held) {
-		secrets = resolved.withHeld(now)
-	}
+	// refreshed token): what it holds now is redacted too.
+	secrets = live.current()
 	if err != nil {
 		return nil, toolError(call.Name, secrets, int(spec.Limits.Preview), err)
 	}

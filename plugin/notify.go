@@ -35,7 +35,7 @@ const (
 // returned.
 type callNotifier struct {
 	to      Notifier
-	secrets *Secrets
+	secrets *callSecrets
 
 	mu     sync.Mutex
 	sent   int
@@ -78,7 +78,7 @@ func (n *callNotifier) Listening() bool { return Listening(n.to) }
 // newCallNotifier returns the notifier of a call whose caller listens on
 // to, and the function that closes it when the call returns. Without a
 // listener it is discard: nothing to allocate on the common path.
-func newCallNotifier(to Notifier, secrets *Secrets) (Notifier, func()) {
+func newCallNotifier(to Notifier, secrets *callSecrets) (Notifier, func()) {
 	if to == nil {
 		return discard{}, func() {}
 	}

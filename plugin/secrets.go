@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // SecretSource resolves a secret by name. The host asks it once per call
@@ -122,6 +123,47 @@ func NewSecrets(values map[string]string) *Secrets {
 	}
 	return s
 }
+
+// callSecrets is what a call's reports, questions and answers are
+// redacted with: its secrets, together with what its tool holds of its own
+// (SecretHolder) at each use, so that a credential the tool replaces
+// during the call (a refreshed token) is redacted from the next report on.
+// For any other tool it is the call's secrets as they are.
+type callSecrets struct {
+	resolved *Secrets
+	holder   bool // the tool is a SecretHolder
+	tool     Tool
+
+	mu   sync.Mutex
+	held map[string]string
+	cur  *Secrets
+}
+
+func newCallSecrets(resolved *Secrets, tool Tool, held map[string]string) *callSecrets {
+	_, holder := tool.(SecretHolder)
+	return &callSecrets{resolved: resolved, holder: holder, tool: tool, held: held, cur: resolved.withHeld(held)}
+}
+
+// current returns the secrets with what the tool holds now.
+func (c *callSecrets) current() *Secrets {
+	if !c.holder {
+		return c.cur
+	}
+	now := heldBy(c.tool)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Unchanged, as nearly always, the secrets serve as they are rather
+	// than being built again (every encoded form, one replacer).
+	if !maps.Equal(now, c.held) {
+		c.held, c.cur = now, c.resolved.withHeld(now)
+	}
+	return c.cur
+}
+
+// Redact replaces the secrets in s (Secrets.Redact).
+func (c *callSecrets) Redact(s string) string { return c.current().Redact(s) }
+
+func (c *callSecrets) redactJSON(doc []byte) []byte { return c.current().redactJSON(doc) }
 
 // heldBy returns the secrets tool holds of its own (SecretHolder); nil
 // for a tool that holds none.

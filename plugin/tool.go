@@ -84,11 +84,13 @@ type UnavailableCause interface {
 // not resolve for them (an MCP server's OAuth tokens, which its adapter
 // obtains and refreshes), so that the pipeline redacts them from results,
 // errors and questions as it redacts granted secrets. It is asked when a
-// call starts (for what the tool reports and asks while it runs) and when
-// it returns (for its result or error), and only then: a credential
-// replaced during a call (a refreshed token) must still be among those
-// returned for as long as a call may have used it (oauth.Handler keeps
-// the last four). The names are what redaction shows ([REDACTED:NAME]).
+// call starts, before each report and question the tool sends while it
+// runs, and when it returns (for its result or error), so a credential
+// replaced during a call (a refreshed token) is redacted from the next
+// report on; it must still be among those returned for as long as a call
+// may have used it (oauth.Handler keeps the last four). It should be
+// cheap and must not wait on the tool's calls. The names are what
+// redaction shows ([REDACTED:NAME]).
 type SecretHolder interface {
 	HeldSecrets() map[string]string
 }
