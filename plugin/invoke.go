@@ -199,7 +199,7 @@ func (h *Host) run(ctx context.Context, call Call, caller *nestedInvoker, parent
 		return nil, err
 	}
 	live := newCallSecrets(resolved, e.tool, heldBy(e.tool))
-	secrets := live.current()
+	secrets := live.cur // what the tool holds as the call starts
 
 	// Deadline, then execute.
 	// The call ends at its own timeout or at the caller's deadline,
