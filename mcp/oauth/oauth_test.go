@@ -724,6 +724,17 @@ func TestSecureEndpoint(t *testing.T) {
 	}
 }
 
+// serveASMetadata serves RFC 8414 metadata for issuer on mux, with the
+// authorization and token endpoints under endpoints and the given
+// revocation endpoint.
+func serveASMetadata(mux *http.ServeMux, issuer, endpoints, revocation string) {
+	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"issuer":%q,"authorization_endpoint":%q,"token_endpoint":%q,"revocation_endpoint":%q,"response_types_supported":["code"],"code_challenge_methods_supported":["S256"]}`,
+			issuer, endpoints+"/authorize", endpoints+"/token", revocation)
+	})
+}
+
 // A revocation endpoint on another host than the token endpoint that
 // issued the token is sent nothing: anyone can publish metadata naming
 // someone else's token endpoint beside a revocation endpoint of their own
@@ -733,10 +744,7 @@ func TestRevokeOnlyAtTheTokenEndpointsHost(t *testing.T) {
 	mux := http.NewServeMux()
 	attacker := httptest.NewServer(mux)
 	defer attacker.Close()
-	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"issuer":%q,"authorization_endpoint":"https://legit.example/authorize","token_endpoint":"https://legit.example/token","revocation_endpoint":%q,"response_types_supported":["code"],"code_challenge_methods_supported":["S256"]}`, attacker.URL, attacker.URL+"/revoke")
-	})
+	serveASMetadata(mux, attacker.URL, "https://legit.example", attacker.URL+"/revoke")
 	mux.HandleFunc("/revoke", func(http.ResponseWriter, *http.Request) { hits.Add(1) })
 	store := NewStore(t.TempDir())
 	mcpURL := attacker.URL + "/mcp"
@@ -777,11 +785,7 @@ func TestRevokeRefusedEchoRedacted(t *testing.T) {
 	mux := http.NewServeMux()
 	as := httptest.NewServer(mux)
 	defer as.Close()
-	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"issuer":%q,"authorization_endpoint":%q,"token_endpoint":%q,"revocation_endpoint":%q,"response_types_supported":["code"],"code_challenge_methods_supported":["S256"]}`,
-			as.URL, as.URL+"/authorize", as.URL+"/token", as.URL+"/revoke")
-	})
+	serveASMetadata(mux, as.URL, as.URL, as.URL+"/revoke")
 	mux.HandleFunc("/revoke", func(w http.ResponseWriter, r *http.Request) {
 		r.ParseForm()
 		sawSecret.Store(r.PostForm.Get("client_secret") == "cs-secret" && r.PostForm.Get("client_id") == "c")
@@ -825,11 +829,7 @@ func TestRevokeHangingEndpoint(t *testing.T) {
 	as := httptest.NewServer(mux)
 	defer as.Close()
 	defer close(release) // before Close, which waits for the handler
-	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"issuer":%q,"authorization_endpoint":%q,"token_endpoint":%q,"revocation_endpoint":%q,"response_types_supported":["code"],"code_challenge_methods_supported":["S256"]}`,
-			as.URL, as.URL+"/authorize", as.URL+"/token", as.URL+"/revoke")
-	})
+	serveASMetadata(mux, as.URL, as.URL, as.URL+"/revoke")
 	mux.HandleFunc("/revoke", func(_ http.ResponseWriter, r *http.Request) {
 		select {
 		case <-release:
