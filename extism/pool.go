@@ -366,8 +366,7 @@ func (p *instPool) trim() []*instance {
 		return nil
 	}
 	old := slices.Clone(p.insts[:n])
-	p.insts = append(p.insts[:0], p.insts[n:]...)
-	clear(p.insts[len(p.insts) : n+len(p.insts)])
+	p.insts = slices.Delete(p.insts, 0, n) // clears the vacated tail
 	return old
 }
 
